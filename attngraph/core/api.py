@@ -1,0 +1,77 @@
+"""Entry points: ``trace`` turns a function or module into a graph; ``value_and_grad`` differentiates a
+function of NumPy arrays, tracing and compiling once per input signature (as ``jax.value_and_grad``)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import TracingError
+from .autodiff import gradients
+from .executor import Executable
+from .graph import Graph
+from .tracing import Input, Tensor, add_node, add_output, building
+
+
+def trace(fn: Callable, **inputs) -> Graph:
+    """Call ``fn(**inputs)`` on symbolic tensors and record the graph. Each input is an ``Input`` spec or
+    an example array (its shape and dtype are taken). A module's attribute paths become the scopes and
+    parameter names. ``fn`` returns a tensor, a tuple/list of tensors (outputs ``output0``, ...) or a dict."""
+    graph = Graph()
+    root = fn if hasattr(fn, "named_parameters") else None
+    with building(graph, root=root):
+        tensors = {key: _input(key, spec) for key, spec in inputs.items()}
+        result = fn(**tensors)
+        for name, value in _named_outputs(result):
+            add_output(value, name)
+    return graph
+
+
+def _input(key: str, spec) -> Tensor:
+    if not isinstance(spec, Input):
+        array = np.asarray(spec)
+        spec = Input(array.shape, array.dtype)
+    return Tensor(add_node("input", (), {}, spec.shape, spec.dtype, name=spec.name or key, scope=""))
+
+
+def _named_outputs(result) -> list[tuple[str, Any]]:
+    if isinstance(result, dict):
+        return list(result.items())
+    if isinstance(result, (tuple, list)):
+        return [(f"output{i}", v) for i, v in enumerate(result)]
+    if result is None:
+        raise TracingError("the traced function returned None; return the tensor(s) to compute")
+    return [("output", result)]
+
+
+def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
+    """``value_and_grad(f)(*arrays) -> (f(*arrays), df/darg)``; ``argnums`` picks the argument(s) to
+    differentiate (a tuple gives a tuple of gradients). ``f`` must return a floating-point scalar."""
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    executables: dict[tuple, Executable] = {}
+
+    def value_and_grad_fn(*args):
+        arrays = [np.asarray(a) for a in args]
+        for i in nums:
+            if not 0 <= i < len(arrays) or arrays[i].dtype.kind != "f":
+                raise TracingError(f"argnums {argnums}: argument {i} must exist and be floating-point")
+        signature = tuple((a.shape, a.dtype.str) for a in arrays)
+        executable = executables.get(signature)
+        if executable is None:
+            executable = executables[signature] = Executable(_grad_graph(fn, arrays, nums))
+        value, *grads = executable(**{f"arg{i}": a for i, a in enumerate(arrays)})
+        return value, grads[0] if isinstance(argnums, int) else tuple(grads)
+
+    return value_and_grad_fn
+
+
+def _grad_graph(fn: Callable, arrays: list[np.ndarray], nums: tuple[int, ...]) -> Graph:
+    graph = Graph()
+    with building(graph):
+        xs = [_input(f"arg{i}", a) for i, a in enumerate(arrays)]
+        value = fn(*xs)
+        grads = gradients(value, [xs[i] for i in nums])
+        add_output(value, "value")
+        for i, g in zip(nums, grads):
+            add_output(g, f"grad:arg{i}")
+    return graph

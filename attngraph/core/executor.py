@@ -1,0 +1,159 @@
+"""Execution: a graph compiled into a prepared schedule of kernel calls for one device.
+
+Compiling resolves, once, which kernel each node calls, which slot holds each value and after which step
+an intermediate is dead (its slot is cleared, so its buffer is freed). Running binds the symbolic
+dimensions from the inputs, checks them, picks the plan for those sizes (cached) and runs a tight loop.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from ..errors import BindingError, DeviceError, NonFiniteError
+from . import debug
+from .dims import format_shape, resolve_shape
+from .graph import Graph, Node
+from .primitive import lookup
+
+DEVICES = ("cpu",)
+
+
+class Step(NamedTuple):
+    kernel: Callable
+    inputs: tuple[int, ...]
+    output: int
+    attrs: dict
+    frees: tuple[int, ...]
+
+
+class Executable:
+    """``Executable(graph, "cpu")(**inputs)`` returns the graph's output, or a tuple of its outputs.
+
+    A graph that uses randomness (dropout) has an ``rng_seed`` input; when it is not given, call ``k``
+    uses ``seed + k``, so successive calls draw fresh masks and the whole sequence is reproducible.
+    """
+
+    def __init__(self, graph: Graph, device: str = "cpu", seed: int = 0):
+        if device not in DEVICES:
+            raise DeviceError(f"unknown device {device!r}; available: {', '.join(DEVICES)}")
+        self.graph, self.device, self.seed, self.calls = graph, device, seed, 0
+        order = graph.topological_order()
+        slot = {node: i for i, node in enumerate(order)}
+        self._size = len(order)
+        self._inputs = [(name, node, slot.get(node)) for name, node in graph.inputs.items()]
+        self._sources = [(slot[n], n) for n in order if n.op in ("parameter", "constant")]
+        self._outputs = tuple(slot[n.inputs[0]] for n in graph.outputs)
+        self._nodes = [n for n in order if n.kind == "call"]
+        self._steps = self._schedule(order, slot)
+        self._plans: dict[tuple, list[Step]] = {}
+
+    def _schedule(self, order: list[Node], slot: dict[Node, int]) -> list[Step]:
+        last_use = {}
+        for node in order:
+            for x in node.inputs:
+                last_use[x] = node
+        keep = set(self._outputs)
+        steps = []
+        for node in self._nodes:
+            kernel = lookup(node.op).kernels.get(self.device)
+            if kernel is None:
+                raise DeviceError(f"op {node.op!r} has no {self.device} kernel ({node.describe()})")
+            dead = {slot[x] for x in node.inputs if last_use[x] is node and slot[x] not in keep}
+            steps.append(Step(kernel, tuple(slot[x] for x in node.inputs), slot[node], node.attrs, tuple(dead)))
+        return steps
+
+    @property
+    def output_names(self) -> list[str]:
+        return self.graph.output_names
+
+    def __call__(self, **feeds) -> Any:
+        env: list[Any] = [None] * self._size
+        bindings = self._bind(feeds, env)
+        for index, node in self._sources:
+            env[index] = node.value.data if node.op == "parameter" else node.value
+        steps = self._plan(bindings)
+        if debug.enabled():
+            self._run_checked(steps, env, bindings)
+        else:
+            for step in steps:
+                env[step.output] = step.kernel(*[env[i] for i in step.inputs], **step.attrs)
+                for i in step.frees:
+                    env[i] = None
+        self.calls += 1
+        outputs = tuple(env[i] for i in self._outputs)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def _bind(self, feeds: dict, env: list) -> dict[str, int]:
+        """Check the feeds against the inputs, bind symbolic dimensions, and put the arrays in their slots."""
+        unknown = set(feeds) - {name for name, _, _ in self._inputs}
+        if unknown:
+            raise BindingError(f"unexpected input(s) {sorted(unknown)}; the graph's inputs are "
+                               f"{[name for name, _, _ in self._inputs]}")
+        bindings: dict[str, int] = {}
+        for name, node, index in self._inputs:
+            if name not in feeds and name == "rng_seed":
+                value = np.asarray(self.seed + self.calls, np.int64)
+            elif name not in feeds:
+                raise BindingError(f"missing input {name!r} of shape {format_shape(node.shape)} {node.dtype}")
+            else:
+                value = _checked(name, node, feeds[name], bindings)
+            if debug.enabled() and value.dtype.kind == "f" and not np.isfinite(value).all():
+                raise NonFiniteError(f"input {name!r} holds NaN or Inf: {node.describe()}")
+            if index is not None:
+                env[index] = value
+        return bindings
+
+    def _plan(self, bindings: dict[str, int]) -> list[Step]:
+        """The steps with shape attributes resolved for these sizes; cached per binding."""
+        key = tuple(sorted(bindings.items()))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = [step._replace(attrs={k: resolve_shape(v, bindings) if k == "shape" else v
+                                         for k, v in step.attrs.items()}) if "shape" in step.attrs else step
+                    for step in self._steps]
+            if len(self._plans) >= 64:
+                self._plans.clear()
+            self._plans[key] = plan
+        return plan
+
+    def _run_checked(self, steps: list[Step], env: list, bindings: dict[str, int]) -> None:
+        """The debug loop: name the first node whose kernel fails or whose output is not finite."""
+        for step, node in zip(steps, self._nodes):
+            try:
+                out = step.kernel(*[env[i] for i in step.inputs], **step.attrs)
+            except Exception as e:
+                e.add_note(f"while running {node.describe()}")
+                raise
+            expected = resolve_shape(node.shape, bindings)
+            if out.shape != expected:
+                raise AssertionError(f"kernel of {node.describe()} returned shape {out.shape}, expected {expected}")
+            if out.dtype.kind == "f" and not np.isfinite(out).all():
+                kind = "NaN" if np.isnan(out).any() else "Inf"
+                raise NonFiniteError(f"{kind} in the output of {node.describe()}")
+            env[step.output] = out
+            for i in step.frees:
+                env[i] = None
+
+
+def _checked(name: str, node: Node, value, bindings: dict[str, int]) -> np.ndarray:
+    """The fed value as an array of the input's dtype, its symbolic dimensions bound into ``bindings``."""
+    array = np.asarray(value)
+    want = node.dtype
+    if array.dtype != want:
+        if want.kind in "iu" and array.dtype.kind in "iu":
+            array = array.astype(want)
+        else:
+            raise BindingError(f"input {name!r} must be {want}, got {array.dtype}"
+                               + (f"; pass it as .astype(np.{want})" if want.kind == array.dtype.kind == "f" else ""))
+    if array.ndim != len(node.shape):
+        raise BindingError(f"input {name!r} must have shape {format_shape(node.shape)}, got {array.shape}")
+    for axis, (dim, size) in enumerate(zip(node.shape, array.shape)):
+        if isinstance(dim, int):
+            if dim != size:
+                raise BindingError(f"input {name!r} must have shape {format_shape(node.shape)}, got {array.shape} "
+                                   f"(axis {axis})")
+        elif bindings.setdefault(dim, size) != size:
+            raise BindingError(f"dimension {dim} is {bindings[dim]} elsewhere but {size} in input {name!r} "
+                               f"(shape {array.shape} against {format_shape(node.shape)})")
+    return np.ascontiguousarray(array)

@@ -1,0 +1,343 @@
+"""The functional API: every op a user (or a VJP rule) calls to build graph nodes.
+
+Names and semantics follow NumPy and PyTorch. Python numbers combine with tensors by weak typing (they
+take the tensor's dtype); tensors of different dtypes must be cast explicitly with ``.astype``.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import ShapeError, TracingError
+from .dims import divide, format_shape, multiply, normalize
+from .parameter import Parameter
+from .tracing import Tensor, add_node, as_node, constant, current_graph, emit, lift_scalars, user_source
+
+
+def _binary(op):
+    def apply(a, b):
+        return emit(op, *lift_scalars(a, b))
+    apply.__name__ = op
+    return apply
+
+
+add, sub, mul, div = _binary("add"), _binary("sub"), _binary("mul"), _binary("div")
+pow, maximum = _binary("pow"), _binary("maximum")
+equal, not_equal = _binary("equal"), _binary("not_equal")
+less, less_equal, greater, greater_equal = (_binary("less"), _binary("less_equal"), _binary("greater"),
+                                            _binary("greater_equal"))
+logical_and, logical_or = _binary("logical_and"), _binary("logical_or")
+
+
+def neg(x): return emit("neg", x)
+def exp(x): return emit("exp", x)
+def log(x): return emit("log", x)
+def sqrt(x): return emit("sqrt", x)
+def tanh(x): return emit("tanh", x)
+def sigmoid(x): return emit("sigmoid", x)
+def relu(x): return emit("relu", x)
+def erf(x): return emit("erf", x)
+def logical_not(x): return emit("logical_not", x)
+def stop_gradient(x): return emit("stop_gradient", x)
+
+
+def zeros_like(x):
+    node = as_node(x)
+    return broadcast_to(constant(np.zeros((), node.dtype)), node.shape)
+
+
+def minimum(a, b):
+    return -maximum(-a, -b) if not isinstance(a, (int, float)) else -maximum(-b, -a)
+
+
+def gelu(x, approximate: str = "tanh"):
+    """GELU(x) = x·Φ(x); ``approximate="tanh"`` uses 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))), ``"none"``
+    the exact erf form (Hendrycks & Gimpel 2016)."""
+    if approximate not in ("tanh", "none"):
+        raise ValueError(f"approximate must be 'tanh' or 'none', not {approximate!r}")
+    return emit("gelu", x, approximate=approximate)
+
+
+def where(cond, a, b):
+    """``a`` where ``cond`` is True, else ``b`` (broadcasting all three)."""
+    return emit("where", *lift_scalars(cond, a, b))
+
+
+def astype(x, dtype):
+    dtype = np.dtype(dtype)
+    return x if as_node(x).dtype == dtype else emit("astype", x, dtype=dtype)
+
+
+def _axes(x, axis) -> tuple[int, ...]:
+    """Sorted non-negative axes; ``None`` means all of them."""
+    ndim = len(as_node(x).shape)
+    axes = tuple(range(ndim)) if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise ShapeError(f"axis {a} is out of range for a tensor of {ndim} dimensions (at {user_source()})")
+    normalized = sorted({a % ndim for a in axes})
+    if len(normalized) != len(axes):
+        raise ShapeError(f"repeated axis in {axis} (at {user_source()})")
+    return tuple(normalized)
+
+
+def sum(x, axis=None, keepdims: bool = False):
+    return emit("sum", x, axes=_axes(x, axis), keepdims=keepdims)
+
+
+def mean(x, axis=None, keepdims: bool = False):
+    """Σx / n, where n is read from the shape when the graph runs (so symbolic dimensions work)."""
+    axes = _axes(x, axis)
+    return sum(x, axes, keepdims) / emit("size", x, axes=axes, dtype=as_node(x).dtype)
+
+
+def max(x, axis=None, keepdims: bool = False):
+    return emit("max", x, axes=_axes(x, axis), keepdims=keepdims)
+
+
+def reshape(x, shape: Sequence):
+    """Reshape; one entry may be -1. Symbolic shapes flatten to products (``("B", "T", 8) -> ("B*T", 8)``)."""
+    shape = tuple(shape)
+    source = as_node(x).shape
+    if shape.count(-1) > 1:
+        raise ShapeError(f"reshape to {shape}: only one dimension may be -1")
+    if -1 in shape:
+        known = multiply(*(d for d in shape if d != -1))
+        missing = divide(multiply(*source), known)
+        if missing is None:
+            raise ShapeError(f"cannot reshape {format_shape(source)} to {format_shape(shape)} at {user_source()}")
+        shape = tuple(missing if d == -1 else d for d in shape)
+    shape = tuple(normalize(d) for d in shape)
+    return x if shape == source and isinstance(x, Tensor) else emit("reshape", x, shape=shape)
+
+
+def transpose(x, axes: Sequence[int] | None = None):
+    ndim = len(as_node(x).shape)
+    perm = tuple(reversed(range(ndim))) if axes is None else tuple(a % ndim for a in axes)
+    return x if perm == tuple(range(ndim)) and isinstance(x, Tensor) else emit("transpose", x, perm=perm)
+
+
+def swapaxes(x, a: int, b: int):
+    perm = list(range(len(as_node(x).shape)))
+    perm[a], perm[b] = perm[b], perm[a]
+    return transpose(x, perm)
+
+
+def broadcast_to(x, shape: Sequence):
+    shape = tuple(normalize(d) for d in shape)
+    return x if as_node(x).shape == shape and isinstance(x, Tensor) else emit("broadcast_to", x, shape=shape)
+
+
+def expand_dims(x, axis: int):
+    shape = list(as_node(x).shape)
+    shape.insert(axis % (len(shape) + 1), 1)
+    return reshape(x, shape)
+
+
+def concat(xs: Sequence, axis: int = 0):
+    xs = list(xs)
+    if not xs:
+        raise ShapeError("concat needs at least one tensor")
+    return xs[0] if len(xs) == 1 else emit("concat", *xs, axis=axis % len(as_node(xs[0]).shape))
+
+
+def split(x, sections, axis: int = -1) -> list:
+    """Split into equal ``sections`` (an int) or at the given sizes (a list), like ``torch.split``."""
+    dim = as_node(x).shape[axis]
+    if isinstance(dim, str):
+        raise ShapeError(f"cannot split symbolic dimension {dim} (at {user_source()})")
+    if isinstance(sections, int):
+        if dim % sections:
+            raise ShapeError(f"cannot split {dim} into {sections} equal parts (at {user_source()})")
+        sections = [dim // sections] * sections
+    if builtins.sum(sections) != dim:
+        raise ShapeError(f"split sizes {sections} do not add up to {dim} (at {user_source()})")
+    axis %= len(as_node(x).shape)
+    starts = np.cumsum([0] + list(sections))
+    return [index(x, (slice(None),) * axis + (slice(int(a), int(b)),)) for a, b in zip(starts, starts[1:])]
+
+
+def index(x, key):
+    """``x[key]`` for ints, slices, ``None``, ``...`` and an integer tensor (a gather along axis 0)."""
+    key = key if isinstance(key, tuple) else (key,)
+    if len(key) == 1 and not isinstance(key[0], (int, slice, type(None), type(Ellipsis))):
+        return take(x, key[0], axis=0)
+    return emit("getitem", x, index=_normalize_index(as_node(x).shape, key))
+
+
+def _normalize_index(shape, key) -> tuple:
+    if builtins.sum(1 for k in key if k is Ellipsis) > 1:
+        raise ShapeError("an index can only have a single ellipsis ('...')")
+    used = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
+    if used > len(shape):
+        raise ShapeError(f"too many indices for a tensor of shape {format_shape(shape)}")
+    if Ellipsis in key:
+        at = key.index(Ellipsis)
+        key = key[:at] + (slice(None),) * (len(shape) - used) + key[at + 1:]
+    out, axis = [], 0
+    for item in key:
+        if item is None:
+            out.append(None)
+            continue
+        dim = shape[axis]
+        axis += 1
+        if isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+            if isinstance(dim, int) and not -dim <= item < dim:
+                raise ShapeError(f"index {item} is out of bounds for axis {axis - 1} with size {dim}")
+            out.append(int(item))
+        elif isinstance(item, slice):
+            if isinstance(dim, str) and item != slice(None):
+                raise ShapeError(f"cannot slice symbolic dimension {dim} with {item.start}:{item.stop}:"
+                                 f"{item.step}; trace with a concrete size (at {user_source()})")
+            out.append(item)
+        else:
+            raise ShapeError(f"unsupported index {item!r}: use ints, slices, None, ... or an integer tensor")
+    return tuple(out)
+
+
+def take(x, indices, axis: int = 0):
+    """Rows of ``x`` along ``axis`` picked by an integer tensor; the gradient scatter-adds them back."""
+    shape = as_node(x).shape
+    axis %= len(shape)
+    if axis:
+        return moveaxis(take(moveaxis(x, axis, 0), indices, 0), tuple(range(len(as_node(indices).shape))), axis)
+    rows = emit("gather", reshape(x, (shape[0], -1)) if len(shape) != 2 else x, indices)
+    return reshape(rows, as_node(indices).shape + shape[1:])
+
+
+def moveaxis(x, source, destination: int):
+    """Move axis (or the consecutive axes) ``source`` to position ``destination``."""
+    ndim = len(as_node(x).shape)
+    source = (source,) if isinstance(source, int) else tuple(source)
+    rest = [a for a in range(ndim) if a not in source]
+    return transpose(x, rest[:destination] + list(source) + rest[destination:])
+
+
+def embedding(table, indices):
+    """``table[indices]``: one row of a (vocabulary, features) table per integer index."""
+    return emit("gather", table, indices)
+
+
+def matmul(a, b):
+    """Matrix product with NumPy semantics: batch axes broadcast; a 1-D operand is a vector."""
+    a_vec, b_vec = len(as_node(a).shape) == 1, len(as_node(b).shape) == 1
+    if a_vec:
+        a = reshape(a, (1,) + as_node(a).shape)
+    if b_vec:
+        b = reshape(b, as_node(b).shape + (1,))
+    out = emit("matmul", a, b)
+    if a_vec or b_vec:
+        shape = out.shape[:-2] + (() if a_vec else out.shape[-2:-1]) + (() if b_vec else out.shape[-1:])
+        out = reshape(out, shape)
+    return out
+
+
+def _last_axis(op, x, axis, mask, causal):
+    """Run a last-axis kernel on any axis by moving that axis last and back."""
+    ndim = len(as_node(x).shape)
+    axis %= ndim
+    if causal and axis != ndim - 1:
+        raise ShapeError("causal masking applies to the last axis (keys)")
+    if axis != ndim - 1:
+        if mask is not None:
+            mask = moveaxis(broadcast_to(mask, as_node(x).shape), axis, ndim - 1)
+        return moveaxis(_last_axis(op, moveaxis(x, axis, ndim - 1), -1, mask, causal), ndim - 1, axis)
+    return emit(op, x, *([] if mask is None else [mask]), causal=causal)
+
+
+def softmax(x, axis: int = -1, mask=None, causal: bool = False):
+    """exp(xᵢ − max x) / Σⱼ exp(xⱼ − max x) over the entries ``mask`` allows (True = may attend).
+    Masked entries, and whole rows with nothing allowed, are 0 — never NaN — and get zero gradient.
+    ``causal=True`` also forbids key j for query i unless j ≤ i + (Tk − Tq) (bottom-right aligned)."""
+    return _last_axis("softmax", x, axis, mask, causal)
+
+
+def log_softmax(x, axis: int = -1, mask=None, causal: bool = False):
+    """x − logsumexp(x) over the allowed entries; masked entries are 0 (not −inf) with zero gradient."""
+    return _last_axis("log_softmax", x, axis, mask, causal)
+
+
+def layer_norm(x, weight=None, bias=None, eps: float = 1e-5):
+    """(x − mean) / √(var + ε) · γ + β over the last axis, biased variance with ε inside the root
+    (Ba et al. 2016; as PyTorch). Missing γ / β mean 1 / 0."""
+    node = as_node(x)
+    d = node.shape[-1]
+    weight = np.ones(d, node.dtype) if weight is None else weight
+    bias = np.zeros(d, node.dtype) if bias is None else bias
+    return emit("layer_norm", x, weight, bias, eps=float(eps))
+
+
+def cross_entropy(logits, targets, ignore_index: int | None = None):
+    """Mean over the targets not equal to ``ignore_index`` of −log softmax(logits)[target]; 0 when every
+    target is ignored. ``logits`` is (..., C), ``targets`` the integer classes of shape (...)."""
+    return emit("cross_entropy", logits, targets, ignore_index=ignore_index)
+
+
+def dropout(x, p: float, training: bool = True):
+    """Zero each element with probability ``p`` and scale the rest by 1/(1−p) while training; identity
+    otherwise. Masks come from a counter-based generator keyed by the graph's ``rng_seed`` input and the
+    node, so the backward pass recomputes the same mask instead of storing it."""
+    if not training or p == 0:
+        return x
+    graph = current_graph()
+    key = builtins.sum(1 for n in graph.nodes if n.op == "dropout")
+    return emit("dropout", x, rng_seed(graph), p=float(p), key=key)
+
+
+def rng_seed(graph):
+    """The graph's ``rng_seed`` input (int64 scalar), added the first time an op needs randomness."""
+    seed = graph.inputs.get("rng_seed")
+    if seed is None:
+        seed = add_node("input", (), {}, (), np.int64, name="rng_seed", scope="", stop_gradient=True)
+    return Tensor(seed)
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, causal: bool = False):
+    """softmax(q kᵀ / √d, mask) v (Vaswani et al. 2017). q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv);
+    ``mask`` broadcasts to (..., Tq, Tk) with True = may attend; ``causal`` aligns bottom-right."""
+    d = as_node(q).shape[-1]
+    if isinstance(d, str):
+        raise ShapeError(f"the head dimension must be concrete, not {d}")
+    if mask is not None:
+        mshape, tk = as_node(mask).shape, as_node(k).shape[-2]
+        if mshape and mshape[-1] == 1 and tk != 1:
+            raise ShapeError(f"mask {format_shape(mshape)} has size 1 on its last axis, which is the key axis: "
+                             "a padding mask must be shaped (B, 1, 1, Tk) to mask keys, not (B, 1, Tk, 1), "
+                             f"which would mask whole query rows (at {user_source()})")
+    scores = matmul(q, swapaxes(k, -1, -2)) * (1 / math.sqrt(d))
+    return matmul(softmax(scores, mask=mask, causal=causal), v)
+
+
+def _attach_operators(cls) -> None:
+    """Give ``Tensor`` and ``Parameter`` NumPy-style operators and methods."""
+    def flip(f):
+        return lambda self, other: f(other, self)
+
+    ops = {"__add__": add, "__sub__": sub, "__mul__": mul, "__truediv__": div, "__pow__": pow,
+           "__matmul__": matmul, "__lt__": less, "__le__": less_equal, "__gt__": greater,
+           "__ge__": greater_equal, "__and__": logical_and, "__or__": logical_or}
+    for name, f in ops.items():
+        setattr(cls, name, f)
+    for name in ("__add__", "__sub__", "__mul__", "__truediv__", "__pow__", "__matmul__"):
+        setattr(cls, name.replace("__", "__r", 1), flip(ops[name]))
+    cls.__neg__ = neg
+    cls.__invert__ = logical_not
+    cls.__getitem__ = index
+    cls.T = property(transpose)
+    cls.mT = property(lambda self: swapaxes(self, -1, -2))
+    cls.reshape = lambda self, *shape: reshape(self, _varargs(shape))
+    cls.transpose = lambda self, *axes: transpose(self, _varargs(axes) or None)
+    for f in (sum, mean, max, astype, exp, log, sqrt, tanh, sigmoid, relu):
+        setattr(cls, f.__name__, f)
+
+
+def _varargs(args: tuple) -> tuple:
+    """``x.reshape(2, 3)`` and ``x.reshape((2, 3))`` alike."""
+    return tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+
+
+for _cls in (Tensor, Parameter):
+    _attach_operators(_cls)

@@ -1,0 +1,189 @@
+"""The graph IR: an ordered list of nodes, each an input, parameter, constant, op call or output.
+
+Nodes are appended in creation order, which is already a topological order; passes that reorder use
+``Graph.topological_order()``, computed iteratively so that graphs of any depth work.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+from typing import Any, Iterable
+
+import numpy as np
+
+from .dims import Shape, format_shape
+
+SOURCE_KINDS = ("input", "parameter", "constant")
+KINDS = SOURCE_KINDS + ("call", "output")
+
+
+@dataclass(eq=False)
+class Node:
+    """One value of the graph.
+
+    ``op`` is ``"input"``, ``"parameter"``, ``"constant"``, ``"output"`` or the name of a registered
+    primitive. ``value`` holds a constant's array or a parameter's ``Parameter``. ``grad_of`` links a node
+    of the backward pass to the forward node whose gradient it helps compute.
+    """
+
+    id: int
+    op: str
+    inputs: tuple["Node", ...]
+    attrs: dict[str, Any]
+    shape: Shape
+    dtype: np.dtype
+    scope: str = ""
+    name: str | None = None
+    source: str = ""
+    value: Any = None
+    stop_gradient: bool = False
+    grad_of: "Node | None" = None
+
+    @property
+    def kind(self) -> str:
+        return self.op if self.op in SOURCE_KINDS or self.op == "output" else "call"
+
+    @property
+    def label(self) -> str:
+        return f"n{self.id}"
+
+    @property
+    def size(self) -> int | None:
+        """Number of elements, or None when the shape is symbolic."""
+        return prod(self.shape) if all(isinstance(d, int) for d in self.shape) else None
+
+    def describe(self) -> str:
+        """One line for error messages: id, op, name, scope, shape and source."""
+        parts = [f"node {self.label} ({self.op}"]
+        if self.name:
+            parts.append(f" '{self.name}'")
+        parts.append(f", shape {format_shape(self.shape)} {self.dtype})")
+        if self.grad_of is not None:
+            parts.append(f", gradient of {self.grad_of.label} ({self.grad_of.op})")
+        if self.scope:
+            parts.append(f" in scope '{self.scope}'")
+        if self.source:
+            parts.append(f" created at {self.source}")
+        return "".join(parts)
+
+
+def topological_order(roots: Iterable[Node]) -> list[Node]:
+    """Every node the roots depend on, each after its inputs; an iterative depth-first search."""
+    order, done, on_stack = [], set(), set()
+    for root in roots:
+        if root in done:
+            continue
+        stack = [(root, iter(root.inputs))]
+        on_stack.add(root)
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                on_stack.discard(node)
+                done.add(node)
+                order.append(node)
+            elif child not in done:
+                if child in on_stack:
+                    raise ValueError(f"graph has a cycle through {child.describe()}")
+                on_stack.add(child)
+                stack.append((child, iter(child.inputs)))
+    return order
+
+
+@dataclass(eq=False)
+class Graph:
+    """Nodes in creation order, with the named inputs and the outputs of the computation."""
+
+    nodes: list[Node] = field(default_factory=list)
+    inputs: dict[str, Node] = field(default_factory=dict)
+    outputs: list[Node] = field(default_factory=list)
+
+    def add(self, op: str, inputs: Iterable[Node], attrs: dict, shape: Shape, dtype, **fields) -> Node:
+        node = Node(len(self.nodes), op, tuple(inputs), attrs, tuple(shape), np.dtype(dtype), **fields)
+        self.nodes.append(node)
+        if op == "input":
+            self.inputs[node.name] = node
+        elif op == "output":
+            self.outputs.append(node)
+        return node
+
+    @property
+    def parameters(self) -> dict[str, Node]:
+        return {n.name: n for n in self.nodes if n.op == "parameter"}
+
+    @property
+    def output_names(self) -> list[str]:
+        return [n.name for n in self.outputs]
+
+    def output(self, name: str) -> Node:
+        for node in self.outputs:
+            if node.name == name:
+                return node
+        raise KeyError(f"graph has no output {name!r}; outputs: {self.output_names}")
+
+    def topological_order(self, roots: Iterable[Node] | None = None) -> list[Node]:
+        """The nodes that ``roots`` (default: the outputs) depend on, inputs before users."""
+        return topological_order(self.outputs if roots is None else roots)
+
+    def copy(self, roots: Iterable[Node] | None = None) -> tuple["Graph", dict[Node, Node]]:
+        """A copy holding the nodes ``roots`` (default: the outputs) depend on, renumbered in order, and
+        the map from old nodes to new. Parameters keep pointing at the same ``Parameter`` objects."""
+        result, mapping = Graph(), {}
+        for node in self.topological_order(roots):
+            mapping[node] = result.add(
+                node.op, [mapping[x] for x in node.inputs], dict(node.attrs), node.shape, node.dtype,
+                scope=node.scope, name=node.name, source=node.source, value=node.value,
+                stop_gradient=node.stop_gradient)
+        for old, new in mapping.items():
+            new.grad_of = mapping.get(old.grad_of)
+        for name, node in self.inputs.items():
+            if node not in mapping:
+                mapping[node] = result.add("input", (), {}, node.shape, node.dtype, name=name, scope=node.scope,
+                                           source=node.source, stop_gradient=node.stop_gradient)
+        return result, mapping
+
+    def users(self) -> dict[Node, list[Node]]:
+        """For every node, the nodes that take it as an input."""
+        users: dict[Node, list[Node]] = {n: [] for n in self.nodes}
+        for node in self.nodes:
+            for x in node.inputs:
+                users[x].append(node)
+        return users
+
+    def to_networkx(self):
+        """A ``networkx.DiGraph`` with one vertex per node (keyed ``n17``) and an edge per input slot."""
+        import networkx as nx
+
+        g = nx.DiGraph()
+        for n in self.nodes:
+            param = n.value.data.size if n.op == "parameter" else 0
+            g.add_node(n.label, op=n.op, kind=n.kind, shape=n.shape, dtype=str(n.dtype), scope=n.scope,
+                       name=n.name, source=n.source, parameter_size=param,
+                       grad_of=n.grad_of.label if n.grad_of is not None else None)
+        for n in self.nodes:
+            for slot, x in enumerate(n.inputs):
+                g.add_edge(x.label, n.label, slot=slot, shape=x.shape)
+        return g
+
+    def compile(self, device: str = "cpu", seed: int = 0):
+        """A callable running this graph on ``device``: ``graph.compile()(x=...)``. See ``Executable``."""
+        from .executor import Executable
+        return Executable(self, device, seed)
+
+    def grad(self, wrt=None, output: str | None = None) -> "Graph":
+        """This graph plus the gradient of a scalar output; see ``autodiff.grad``."""
+        from .autodiff import grad
+        return grad(self, wrt, output)
+
+    def render(self, path, **options):
+        """Draw the graph with graphviz (format from the suffix: .svg, .png, .pdf, .dot); see
+        ``attngraph.render``. Rendering reads the graph; the import is deferred so that the engine does
+        not depend on the drawing layer."""
+        from ..render import render_graph
+        return render_graph(self, path, **options)
+
+    def __repr__(self) -> str:
+        calls = sum(n.kind == "call" for n in self.nodes)
+        return (f"Graph({len(self.nodes)} nodes, {calls} op calls, inputs {list(self.inputs)}, "
+                f"outputs {self.output_names})")

@@ -1,0 +1,104 @@
+"""Fused neural-network primitives: masked softmax and log-softmax, layer norm, cross-entropy, dropout.
+
+Each is one kernel forward and one kernel backward; the backward kernels are primitives too (``*_grad``),
+first-order only. The unfused compositions stay available in ``functional`` for reference and tests.
+"""
+from math import prod
+
+import numpy as np
+
+from ops.cpu import cross_entropy as xent
+from ops.cpu import dropout as drop
+from ops.cpu import layer_norm as ln
+from ops.cpu import softmax as sm
+
+from ...errors import AttnGraphError
+from .. import functional as F
+from ..dims import broadcast, format_shape
+from ..primitive import define, per_element
+from ._infer import require_float, same_dtype
+
+
+def first_order_only(g, y, *inputs, **attrs):
+    raise AttnGraphError(f"{y.node.op} is a fused backward kernel and has no gradient of its own: "
+                         "second-order gradients through softmax, layer norm or cross-entropy are not supported")
+
+
+def softmax_rule(x, mask=None, *, causal):
+    require_float(x)
+    if mask is not None:
+        if mask.dtype != np.bool_:
+            raise TypeError(f"a mask must be boolean (True = may attend), not {mask.dtype}")
+        if broadcast(x.shape, mask.shape) != x.shape:
+            raise ValueError(f"mask {format_shape(mask.shape)} does not broadcast to {format_shape(x.shape)}")
+    if causal and len(x.shape) < 2:
+        raise ValueError("a causal mask needs at least two axes (queries, keys)")
+    return x.shape, x.dtype
+
+
+def softmax_grad_rule(g, y, mask=None, *, causal=False):
+    return y.shape, same_dtype(g, y)
+
+
+def layer_norm_rule(x, weight, bias, eps):
+    require_float(x)
+    for p in (weight, bias):
+        if p.shape != x.shape[-1:]:
+            raise ValueError(f"weight and bias must have shape {format_shape(x.shape[-1:])}, "
+                             f"got {format_shape(p.shape)}")
+    return x.shape, same_dtype(x, weight, bias)
+
+
+def layer_norm_vjp(g, y, x, weight, bias, eps):
+    """dx by the fused kernel; dγ = Σ g∘x̂ and dβ = Σ g over the leading axes (autodiff does the sums)."""
+    return F.emit("layer_norm_grad", g, x, weight, eps=eps), g * F.layer_norm(x, eps=eps), g
+
+
+def cross_entropy_rule(logits, targets, ignore_index):
+    require_float(logits)
+    if targets.dtype.kind not in "iu":
+        raise TypeError(f"targets must be integer class indices, not {targets.dtype}")
+    if len(logits.shape) < 1 or targets.shape != logits.shape[:-1]:
+        raise ValueError(f"targets {format_shape(targets.shape)} must have the shape of the logits "
+                         f"{format_shape(logits.shape)} without its last (class) axis")
+    return (), logits.dtype
+
+
+def rows(x):
+    return x.reshape(-1, x.shape[-1])
+
+
+def dropout_rule(x, seed, p, key):
+    require_float(x)
+    if not 0 <= p < 1:
+        raise ValueError(f"dropout probability must be in [0, 1), got {p}")
+    return x.shape, x.dtype
+
+
+define("softmax", softmax_rule, flops=per_element(5),
+       cpu=lambda x, mask=None, *, causal: sm.softmax(x, mask, causal),
+       vjp=lambda g, y, x, mask=None, *, causal: (F.emit("softmax_grad", g, y), None))
+define("softmax_grad", softmax_grad_rule, flops=per_element(4),
+       cpu=lambda g, y: sm.softmax_backward(g, y), vjp=first_order_only)
+define("log_softmax", softmax_rule, flops=per_element(5),
+       cpu=lambda x, mask=None, *, causal: sm.log_softmax(x, mask, causal),
+       vjp=lambda g, y, x, mask=None, *, causal: (
+           F.emit("log_softmax_grad", g, y, *([] if mask is None else [mask]), causal=causal), None))
+define("log_softmax_grad", softmax_grad_rule, flops=per_element(4),
+       cpu=lambda g, y, mask=None, *, causal: sm.log_softmax_backward(g, y, mask, causal),
+       vjp=first_order_only)
+define("layer_norm", layer_norm_rule, flops=per_element(8), vjp=layer_norm_vjp,
+       cpu=lambda x, weight, bias, eps: ln.layer_norm(x, weight, bias, eps))
+define("layer_norm_grad", lambda g, x, weight, eps: (x.shape, same_dtype(g, x, weight)), flops=per_element(10),
+       cpu=lambda g, x, weight, eps: ln.layer_norm_backward(g, x, weight, eps), vjp=first_order_only)
+define("cross_entropy", cross_entropy_rule, flops=lambda out, logits, targets, ignore_index: 5 * prod(logits),
+       cpu=lambda logits, targets, ignore_index: xent.cross_entropy(rows(logits), targets.reshape(-1), ignore_index),
+       vjp=lambda g, y, logits, targets, ignore_index: (
+           F.emit("cross_entropy_grad", g, logits, targets, ignore_index=ignore_index), None))
+define("cross_entropy_grad", lambda g, logits, targets, ignore_index: (logits.shape, logits.dtype),
+       flops=lambda out, g, logits, targets, ignore_index: 5 * prod(logits), vjp=first_order_only,
+       cpu=lambda g, logits, targets, ignore_index: xent.cross_entropy_backward(
+           g, rows(logits), targets.reshape(-1), ignore_index).reshape(logits.shape))
+define("dropout", dropout_rule, flops=per_element(2),
+       cpu=lambda x, seed, p, key: drop.dropout(x, p, int(seed), key),
+       vjp=lambda g, y, x, seed, p, key: (F.emit("dropout", g, seed, p=p, key=key), None))

@@ -1,0 +1,283 @@
+"""Tracing: symbolic tensors whose operations append nodes to the graph being built.
+
+``Tensor`` wraps a node. Every functional op ends in ``emit(op, *inputs, **attrs)``, which looks up the
+primitive, infers the output's shape and dtype, and appends the node with the current module scope and the
+user's source line. Python loops therefore unroll; ``bool(tensor)`` raises, because a Python branch cannot
+depend on a value that exists only when the graph runs.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..errors import DTypeError, ShapeError, TracingError
+from .dims import format_shape, normalize
+from .graph import Graph, Node
+from .parameter import Parameter
+from .primitive import lookup
+
+_ENGINE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class _TraceState(threading.local):
+    def __init__(self):
+        self.graph: Graph | None = None
+        self.scopes: list[str] = []
+        self.no_grad = 0
+        self.grad_of: Node | None = None
+        self.parameters: dict[int, Node] = {}
+        self.parameter_names: dict[int, str] = {}
+        self.module_names: dict[int, str] = {}
+
+
+STATE = _TraceState()
+
+
+class Input:
+    """A symbolic input of a traced function: ``Input(("B", "T", 64), dtype="float32", name=None)``."""
+
+    def __init__(self, shape, dtype="float32", name: str | None = None):
+        try:
+            self.shape = tuple(normalize(d) for d in shape)
+        except (TypeError, ValueError) as e:
+            raise ShapeError(f"Input shape {shape!r}: {e}") from None
+        if any(isinstance(d, str) and not d.isidentifier() for d in self.shape):
+            raise ShapeError(f"Input shape {shape!r}: an input's symbolic dimensions are single names")
+        self.dtype = np.dtype(dtype)
+        self.name = name
+
+    def __repr__(self):
+        return f"Input({format_shape(self.shape)}, dtype={self.dtype.name!r}, name={self.name!r})"
+
+
+def current_graph() -> Graph:
+    if STATE.graph is None:
+        raise TracingError("this op builds a graph node and needs a trace: call it inside ag.trace(...) "
+                           "or a function given to ag.value_and_grad(...)")
+    return STATE.graph
+
+
+@contextmanager
+def building(graph: Graph, parameters: dict[int, Node] | None = None, root=None) -> Iterator[Graph]:
+    """Make ``graph`` the target of emitted nodes for the duration of the block. ``parameters`` maps
+    parameter objects (by id) to nodes already in the graph; ``root`` is the module being traced, whose
+    attribute paths name the scopes and parameters."""
+    saved = (STATE.graph, STATE.scopes, STATE.parameters, STATE.grad_of, STATE.parameter_names,
+             STATE.module_names)
+    STATE.graph, STATE.scopes, STATE.grad_of = graph, [], None
+    STATE.parameters = {} if parameters is None else parameters
+    STATE.parameter_names = {id(p): name for name, p in root.named_parameters()} if root is not None else {}
+    STATE.module_names = {id(m): name for name, m in root.named_modules()} if root is not None else {}
+    try:
+        yield graph
+    finally:
+        (STATE.graph, STATE.scopes, STATE.parameters, STATE.grad_of, STATE.parameter_names,
+         STATE.module_names) = saved
+
+
+@contextmanager
+def scope(name: str) -> Iterator[None]:
+    """Nodes created inside carry ``name`` as their module path (absolute, dotted)."""
+    STATE.scopes.append(name)
+    try:
+        yield
+    finally:
+        STATE.scopes.pop()
+
+
+def module_scope(module, attribute: str | None = None) -> str:
+    """The scope of a module call: its path in the traced root module, else its class name under the
+    current scope (a module used from a plain traced function)."""
+    path = STATE.module_names.get(id(module))
+    if path is not None:
+        return path
+    name = attribute or type(module).__name__.lower()
+    return f"{STATE.scopes[-1]}.{name}" if STATE.scopes and STATE.scopes[-1] else name
+
+
+@contextmanager
+def no_grad() -> Iterator[None]:
+    """Nodes created inside are constants to autodiff: no gradient flows through them."""
+    STATE.no_grad += 1
+    try:
+        yield
+    finally:
+        STATE.no_grad -= 1
+
+
+@contextmanager
+def gradient_of(node: Node) -> Iterator[None]:
+    """Autodiff's context: nodes emitted inside belong to the backward pass of ``node``."""
+    saved = STATE.grad_of
+    STATE.grad_of = node
+    try:
+        with scope(node.scope):
+            yield
+    finally:
+        STATE.grad_of = saved
+
+
+def user_source() -> str:
+    """``file:line`` of the innermost caller outside the engine (``attngraph/core``)."""
+    frame = sys._getframe(1)
+    while frame is not None and _in_engine(frame.f_code.co_filename):
+        frame = frame.f_back
+    return "" if frame is None else f"{_display_path(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+@lru_cache(maxsize=None)
+def _in_engine(filename: str) -> bool:
+    return os.path.abspath(filename).startswith(_ENGINE_DIR)
+
+
+@lru_cache(maxsize=None)
+def _display_path(filename: str) -> str:
+    """Relative to the working directory when below it, else as given (``<stdin>`` stays)."""
+    if filename.startswith("<"):
+        return filename
+    relative = os.path.relpath(filename)
+    return relative if not relative.startswith("..") else filename
+
+
+def add_node(op: str, inputs=(), attrs=None, shape=(), dtype="float32", **fields) -> Node:
+    """Append a node to the current graph with the current scope, source line and gradient context."""
+    graph = current_graph()
+    fields.setdefault("scope", STATE.scopes[-1] if STATE.scopes else "")
+    fields.setdefault("source", user_source())
+    fields.setdefault("stop_gradient", STATE.no_grad > 0)
+    fields.setdefault("grad_of", STATE.grad_of)
+    return graph.add(op, inputs, attrs or {}, shape, dtype, **fields)
+
+
+def emit(op: str, *inputs, **attrs) -> "Tensor":
+    """Apply primitive ``op`` to ``inputs`` (tensors, parameters, arrays or Python scalars)."""
+    prim = lookup(op)
+    nodes = [as_node(x) for x in inputs]
+    try:
+        shape, dtype = prim.infer(*nodes, **attrs)
+    except (ValueError, TypeError) as e:
+        error = DTypeError if isinstance(e, TypeError) else ShapeError
+        where = f" in scope '{STATE.scopes[-1]}'" if STATE.scopes else ""
+        shapes = ", ".join(f"{format_shape(n.shape)} {n.dtype}" for n in nodes)
+        raise error(f"{op}{where} at {user_source()}: {e} (inputs: {shapes})") from None
+    return Tensor(add_node(op, nodes, attrs, shape, dtype))
+
+
+def add_output(value, name: str) -> Node:
+    """Mark ``value`` as an output of the current graph under ``name``."""
+    graph = current_graph()
+    if name in graph.output_names:
+        raise TracingError(f"two outputs are named {name!r}")
+    node = as_node(value)
+    return add_node("output", (node,), {}, node.shape, node.dtype, name=name, scope="", stop_gradient=True)
+
+
+def constant(value, dtype=None) -> "Tensor":
+    array = np.asarray(value, dtype=dtype)
+    return Tensor(add_node("constant", (), {}, array.shape, array.dtype, value=array, stop_gradient=True))
+
+
+def as_node(x) -> Node:
+    """The graph node for ``x``: a tensor's node, a parameter's node (created on first use) or a constant."""
+    if isinstance(x, Tensor):
+        return x.node
+    if isinstance(x, Parameter):
+        return parameter_node(x)
+    if x is None:
+        raise TracingError("None given where a tensor is expected")
+    return constant(x).node
+
+
+def parameter_node(param: Parameter) -> Node:
+    """The node of ``param`` in the current graph; the same parameter object always maps to one node."""
+    node = STATE.parameters.get(id(param))
+    if node is None:
+        name = STATE.parameter_names.get(id(param)) or _unique_parameter_name(param.name or "param")
+        node = add_node("parameter", (), {}, param.data.shape, param.data.dtype, name=name, value=param,
+                        stop_gradient=not param.trainable, scope=name.rpartition(".")[0])
+        STATE.parameters[id(param)] = node
+    return node
+
+
+def _unique_parameter_name(attribute: str) -> str:
+    """``scope.attribute`` for a parameter outside the traced root module, numbered if already taken."""
+    base = f"{STATE.scopes[-1]}.{attribute}" if STATE.scopes and STATE.scopes[-1] else attribute
+    taken = set(current_graph().parameters)
+    name, n = base, 1
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name
+
+
+def lift_scalars(*xs) -> list:
+    """Turn Python numbers into 0-d constants that take the dtype of the tensors beside them (weak typing,
+    as in JAX): a float joins a float tensor's dtype, an int an integer or float tensor's; else the
+    defaults float32 and int64."""
+    dtypes = [as_dtype(x) for x in xs if not _is_python_number(x)]
+    floats = [d for d in dtypes if d.kind == "f"]
+    ints = [d for d in dtypes if d.kind in "iu"]
+    out = []
+    for x in xs:
+        if not _is_python_number(x):
+            out.append(x)
+        elif isinstance(x, float):
+            out.append(constant(x, floats[0] if floats else np.float32))
+        else:
+            out.append(constant(x, (floats or ints or [np.dtype(np.int64)])[0]))
+    return out
+
+
+def _is_python_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def as_dtype(x) -> np.dtype:
+    if isinstance(x, Tensor):
+        return x.dtype
+    if isinstance(x, Parameter):
+        return x.data.dtype
+    return np.asarray(x).dtype
+
+
+class Tensor:
+    """A symbolic value of the graph being traced. Supports ``+ - * / ** @``, unary ``-``, comparisons
+    ``< <= > >=``, ``.T``, ``.shape``, indexing and slicing. ``==`` stays identity (use ``ag.equal``)."""
+
+    __array_priority__ = 100
+    __slots__ = ("node",)
+
+    def __init__(self, node: Node):
+        self.node = node
+
+    shape = property(lambda self: self.node.shape)
+    dtype = property(lambda self: self.node.dtype)
+    ndim = property(lambda self: len(self.node.shape))
+    name = property(lambda self: self.node.name)
+
+    def __repr__(self):
+        return f"Tensor({format_shape(self.shape)}, {self.dtype}, op={self.node.op}, {self.node.label})"
+
+    def __bool__(self):
+        raise TracingError(
+            f"cannot branch on a traced value ({self.node.describe()}): its value exists only when the "
+            "graph runs. Use ag.where(cond, a, b) to select between values, or a Python value for control "
+            "flow.")
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        if isinstance(self.shape[0], str):
+            raise TracingError(f"len() of a tensor whose first dimension is symbolic ({self.shape[0]})")
+        return self.shape[0]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    __hash__ = object.__hash__
+    # Operators and methods are attached by core/functional.py, which defines the ops they call.

@@ -1,0 +1,33 @@
+"""The exceptions attngraph raises: each names what went wrong and how to act on it."""
+
+
+class AttnGraphError(Exception):
+    """Base class of every error attngraph raises on purpose."""
+
+
+class ShapeError(AttnGraphError, ValueError):
+    """Shapes that do not fit: raised while the graph is built, naming op, scope, source line and shapes."""
+
+
+class DTypeError(AttnGraphError, TypeError):
+    """A dtype that an op does not accept, or two operands whose dtypes differ."""
+
+
+class TracingError(AttnGraphError):
+    """Something that cannot be traced into a graph, e.g. branching on a traced value."""
+
+
+class BindingError(AttnGraphError, ValueError):
+    """Run-time inputs that do not fit the graph: missing, extra, or inconsistent symbolic dimensions."""
+
+
+class NonFiniteError(AttnGraphError, FloatingPointError):
+    """Debug mode found NaN or Inf in a node's output."""
+
+
+class DeviceError(AttnGraphError):
+    """A device that is unknown, unavailable, or lacks a kernel for an op."""
+
+
+class CheckpointError(AttnGraphError):
+    """A checkpoint that cannot be written, read, or loaded into the model."""

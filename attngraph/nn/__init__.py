@@ -1,0 +1,5 @@
+"""Modules and layers."""
+from . import init
+from .layers import MLP, Activation, Dropout, Embedding, LayerNorm, Linear, ModuleList, Sequential
+from .module import Module
+from ..core.parameter import Parameter

@@ -1,0 +1,140 @@
+"""The basic layers: Linear, Embedding, LayerNorm, Dropout, and the containers Sequential, ModuleList, MLP."""
+from __future__ import annotations
+
+import math
+from typing import Callable, Iterable
+
+import numpy as np
+
+from ..core import functional as F
+from ..core.parameter import Parameter
+from . import init
+from .module import Module
+
+
+class Linear(Module):
+    """y = x W + b with W of shape (in, out) — the transpose of PyTorch's layout, so that no transpose is
+    needed. W and b start from U(−1/√in, 1/√in), as in PyTorch."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype="float32", rng=None):
+        super().__init__()
+        bound = 1 / math.sqrt(in_features) if in_features else 0.0
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = Parameter(init.uniform((in_features, out_features), bound, dtype, rng))
+        self.bias = Parameter(init.uniform((out_features,), bound, dtype, rng)) if bias else None
+
+    def forward(self, x):
+        y = x @ self.weight
+        return y if self.bias is None else y + self.bias
+
+    def extra_repr(self) -> str:
+        return f"{self.in_features}, {self.out_features}, bias={self.bias is not None}"
+
+
+class Embedding(Module):
+    """A (num_embeddings, dim) table of N(0, 1) rows looked up by integer index."""
+
+    def __init__(self, num_embeddings: int, dim: int, dtype="float32", rng=None):
+        super().__init__()
+        self.num_embeddings, self.dim = num_embeddings, dim
+        self.weight = Parameter(init.normal((num_embeddings, dim), 1.0, dtype, rng))
+
+    def forward(self, indices):
+        return F.embedding(self.weight, indices)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_embeddings}, {self.dim}"
+
+
+class LayerNorm(Module):
+    """Layer normalization over the last axis (Ba et al. 2016): γ ∘ (x − μ)/√(σ² + ε) + β, biased σ²."""
+
+    def __init__(self, dim: int, eps: float = 1e-5, bias: bool = True, dtype="float32"):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+        self.weight = Parameter(np.ones(dim, dtype))
+        self.bias = Parameter(np.zeros(dim, dtype)) if bias else None
+
+    def forward(self, x):
+        return F.layer_norm(x, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.dim}, eps={self.eps}"
+
+
+class Dropout(Module):
+    """Inverted dropout (Srivastava et al. 2014) while ``training``; the identity in ``eval()`` mode."""
+
+    def __init__(self, p: float = 0.1):
+        super().__init__()
+        if not 0 <= p < 1:
+            raise ValueError(f"dropout probability must be in [0, 1), got {p}")
+        self.p = p
+
+    def forward(self, x):
+        return F.dropout(x, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+class ModuleList(Module):
+    """Sub-modules named ``0``, ``1``, ... in order."""
+
+    def __init__(self, modules: Iterable[Module] = ()):
+        super().__init__()
+        for i, m in enumerate(modules):
+            setattr(self, str(i), m)
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __getitem__(self, i: int) -> Module:
+        return list(self._modules.values())[i]
+
+    def append(self, module: Module) -> None:
+        setattr(self, str(len(self)), module)
+
+
+class Sequential(ModuleList):
+    """Apply the sub-modules one after the other."""
+
+    def __init__(self, *modules: Module):
+        super().__init__(modules)
+
+    def forward(self, x):
+        for module in self:
+            x = module(x)
+        return x
+
+
+class Activation(Module):
+    """A parameter-free function as a module, so that it gets a scope (and a box in the rendered graph)."""
+
+    def __init__(self, fn: Callable):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+    def extra_repr(self) -> str:
+        return self.fn.__name__
+
+
+class MLP(Sequential):
+    """Linear layers of the given sizes with an activation (default GELU) between them:
+    ``MLP([64, 256, 64])`` is Linear(64, 256) → GELU → Linear(256, 64)."""
+
+    def __init__(self, sizes: list[int], activation: Callable = F.gelu, dropout: float = 0.0, rng=None):
+        layers: list[Module] = []
+        for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+            layers.append(Linear(a, b, rng=rng))
+            if i < len(sizes) - 2:
+                layers.append(Activation(activation))
+                if dropout:
+                    layers.append(Dropout(dropout))
+        super().__init__(*layers)

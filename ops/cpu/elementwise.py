@@ -1,0 +1,201 @@
+"""Elementwise ops: one scalar definition each, compiled by numba.vectorize into a NumPy ufunc.
+
+Each op broadcasts like NumPy and returns a new C-contiguous array (0-d for 0-d inputs). Its loop is
+compiled lazily, and cached on disk, for the exact dtypes of the inputs, and always used for them: a bare
+DUFunc would let NumPy run float32 inputs through an already compiled float64 loop, since NumPy takes the
+first loop its inputs cast to safely. Constants are built as type(x)(c) so that float32 stays float32.
+"""
+import functools
+import math
+
+import numba
+import numpy as np
+
+from ops.cpu import mathfn
+
+
+class Elementwise:
+    """A lazily compiled ufunc that runs the loop compiled for its inputs' exact dtypes."""
+
+    def __init__(self, scalar_fn):
+        functools.update_wrapper(self, scalar_fn)
+        self.dufunc = numba.vectorize(cache=True)(scalar_fn)
+        self._signatures = {}       # input dtypes -> the ufunc `signature` that selects their loop
+
+    def __call__(self, *args):
+        arrays = [np.asarray(a) for a in args]
+        dtypes = tuple(a.dtype for a in arrays)
+        signature = self._signatures.get(dtypes)
+        if signature is None:
+            self.dufunc.add(tuple(numba.from_dtype(d) for d in dtypes))
+            signature = self._signatures[dtypes] = dtypes + (None,)
+        # The loop exists now: call the plain NumPy ufunc, 3 us faster than the DUFunc's Python wrapper.
+        return self.dufunc.ufunc(*arrays, signature=signature, order="C", out=...)
+
+
+@Elementwise
+def add(a, b):
+    """a + b"""
+    return a + b
+
+
+@Elementwise
+def sub(a, b):
+    """a - b"""
+    return a - b
+
+
+@Elementwise
+def mul(a, b):
+    """a * b"""
+    return a * b
+
+
+@Elementwise
+def div(a, b):
+    """a / b (IEEE: x/0 is +-inf or NaN)"""
+    return a / b
+
+
+@Elementwise
+def neg(a):
+    """-a"""
+    return -a
+
+
+@Elementwise
+def pow(a, b):
+    """a ** b"""
+    return a ** b
+
+
+@Elementwise
+def exp(x):
+    """e**x"""
+    return mathfn.exp(x)
+
+
+@Elementwise
+def log(x):
+    """ln x (-inf at 0, NaN below)"""
+    return math.log(x)
+
+
+@Elementwise
+def sqrt(x):
+    """sqrt(x) (NaN below 0)"""
+    return math.sqrt(x)
+
+
+@Elementwise
+def tanh(x):
+    """tanh x"""
+    return mathfn.tanh(x)
+
+
+@Elementwise
+def sigmoid(x):
+    """1 / (1 + e**-x)"""
+    return mathfn.sigmoid(x)
+
+
+@Elementwise
+def erf(x):
+    """erf x"""
+    return mathfn.erf(x)
+
+
+@Elementwise
+def relu(x):
+    """max(x, 0), NaN stays NaN"""
+    return x if not x <= 0 else type(x)(0)
+
+
+_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+_SQRT_HALF = math.sqrt(0.5)
+
+
+@Elementwise
+def gelu_tanh(x):
+    """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3))), the tanh approximation of GELU"""
+    t = type(x)
+    return t(0.5) * x * (t(1) + mathfn.tanh(t(_SQRT_2_OVER_PI) * (x + t(0.044715) * x * x * x)))
+
+
+@Elementwise
+def gelu_erf(x):
+    """0.5 x (1 + erf(x / sqrt 2)), the exact GELU"""
+    t = type(x)
+    return t(0.5) * x * (t(1) + mathfn.erf(x * t(_SQRT_HALF)))
+
+
+@Elementwise
+def maximum(a, b):
+    """the larger of a and b, NaN if either is NaN"""
+    return np.maximum(a, b)
+
+
+@Elementwise
+def minimum(a, b):
+    """the smaller of a and b, NaN if either is NaN"""
+    return np.minimum(a, b)
+
+
+@Elementwise
+def where(cond, a, b):
+    """a where cond is True, else b"""
+    return a if cond else b
+
+
+@Elementwise
+def equal(a, b):
+    """a == b"""
+    return a == b
+
+
+@Elementwise
+def not_equal(a, b):
+    """a != b"""
+    return a != b
+
+
+@Elementwise
+def less(a, b):
+    """a < b"""
+    return a < b
+
+
+@Elementwise
+def less_equal(a, b):
+    """a <= b"""
+    return a <= b
+
+
+@Elementwise
+def greater(a, b):
+    """a > b"""
+    return a > b
+
+
+@Elementwise
+def greater_equal(a, b):
+    """a >= b"""
+    return a >= b
+
+
+@Elementwise
+def logical_and(a, b):
+    """a and b, as bool"""
+    return bool(a) and bool(b)
+
+
+@Elementwise
+def logical_or(a, b):
+    """a or b, as bool"""
+    return bool(a) or bool(b)
+
+
+@Elementwise
+def logical_not(a):
+    """not a, as bool"""
+    return not a
