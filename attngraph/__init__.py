@@ -4,7 +4,7 @@
     graph = ag.trace(model, x=ag.Input(("B", "T", 64)))
     y = graph.compile("cpu")(x=...)
 """
-from . import nn
+from . import attention, nn
 from .core import (Executable, Graph, Input, Node, Parameter, Tensor, debug, grad, gradients, no_grad, trace,
                    value_and_grad)
 from .core.functional import (astype, broadcast_to, concat, cross_entropy, dropout, embedding, equal, erf, exp,

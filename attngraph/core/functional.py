@@ -44,6 +44,13 @@ def logical_not(x): return emit("logical_not", x)
 def stop_gradient(x): return emit("stop_gradient", x)
 
 
+def name(x, label: str):
+    """Give ``x``'s node a user-facing name, shown when the graph is drawn; attention modules name their
+    weights ``"attention"`` so that they can be read back by scope for heatmaps."""
+    as_node(x).name = label
+    return x
+
+
 def zeros_like(x):
     node = as_node(x)
     return broadcast_to(constant(np.zeros((), node.dtype)), node.shape)

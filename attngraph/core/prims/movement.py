@@ -99,5 +99,6 @@ define("scatter_slice", lambda g, shape, index: (tuple(shape), g.dtype), cpu=sca
 define("concat", concat_rule, cpu=lambda *xs, axis: np.concatenate(xs, axis=axis), vjp=concat_vjp)
 define("gather", gather_rule, cpu=embedding.gather,
        vjp=lambda g, y, table, idx: (F.emit("scatter_add", g, idx, num_rows=table.shape[0]), None))
-define("scatter_add", scatter_add_rule, cpu=embedding.scatter_add, flops=lambda out, g, idx, num_rows: prod(g),
+define("scatter_add", scatter_add_rule, cpu=lambda g, idx, num_rows: embedding.scatter_add(g, idx, num_rows),
+       flops=lambda out, g, idx, num_rows: prod(g),
        vjp=lambda g, y, x, idx, num_rows: (F.emit("gather", g, idx), None))

@@ -1,0 +1,75 @@
+"""Layer normalization over the last axis, as PyTorch defines it: biased variance, eps inside the root.
+
+  forward:  x^ = (x - mean) * rstd,  rstd = 1 / sqrt(var + eps),  y = x^ * weight + bias
+  backward: dx = rstd * (g^ - mean(g^) - x^ * mean(g^ * x^)),  g^ = g * weight
+
+The backward recomputes mean and rstd from x (one pass over a row) instead of storing them; the
+gradients of weight and bias are sums the caller forms. Threads share out the rows; the row reductions
+use fastmath so that they vectorize, and the variance takes a second pass over (x - mean) for accuracy.
+"""
+import math
+
+import numpy as np
+from numba import njit, prange
+
+
+def layer_norm(x, weight=None, bias=None, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last axis; weight, bias (D,) or None."""
+    rows, ones, zeros = _as_rows(x), np.ones(x.shape[-1], x.dtype), np.zeros(x.shape[-1], x.dtype)
+    w = ones if weight is None else np.ascontiguousarray(weight, x.dtype)
+    b = zeros if bias is None else np.ascontiguousarray(bias, x.dtype)
+    return _layer_norm_rows(rows, w, b, x.dtype.type(eps)).reshape(x.shape)
+
+
+def layer_norm_backward(g, x, weight=None, eps=1e-5):
+    """dx of layer_norm for the output gradient g."""
+    w = np.ones(x.shape[-1], x.dtype) if weight is None else np.ascontiguousarray(weight, x.dtype)
+    return _layer_norm_backward_rows(_as_rows(g), _as_rows(x), w, x.dtype.type(eps)).reshape(x.shape)
+
+
+def _as_rows(a):
+    """a as a C-contiguous (R, D) array of its rows along the last axis."""
+    return np.ascontiguousarray(a).reshape(math.prod(a.shape[:-1]), a.shape[-1])
+
+
+@njit(fastmath=True, cache=True)
+def _mean_rstd(x, eps):
+    """Mean and 1 / sqrt(biased variance + eps) of the 1-D array x."""
+    n = x.dtype.type(x.size)
+    mean = x.dtype.type(0)
+    for j in range(x.size):
+        mean += x[j]
+    mean /= n
+    var = x.dtype.type(0)
+    for j in range(x.size):
+        var += (x[j] - mean) * (x[j] - mean)
+    return mean, x.dtype.type(1) / np.sqrt(var / n + eps)
+
+
+@njit(parallel=True, fastmath=True, cache=True)
+def _layer_norm_rows(x, weight, bias, eps):
+    y = np.empty_like(x)
+    for r in prange(x.shape[0]):
+        mean, rstd = _mean_rstd(x[r], eps)
+        for j in range(x.shape[1]):
+            y[r, j] = (x[r, j] - mean) * rstd * weight[j] + bias[j]
+    return y
+
+
+@njit(parallel=True, fastmath=True, cache=True)
+def _layer_norm_backward_rows(g, x, weight, eps):
+    dx = np.empty_like(x)
+    n = x.dtype.type(x.shape[1])
+    for r in prange(x.shape[0]):
+        mean, rstd = _mean_rstd(x[r], eps)
+        mean_g = x.dtype.type(0)
+        mean_gx = x.dtype.type(0)
+        for j in range(x.shape[1]):
+            gw = g[r, j] * weight[j]
+            mean_g += gw
+            mean_gx += gw * (x[r, j] - mean) * rstd
+        mean_g /= n
+        mean_gx /= n
+        for j in range(x.shape[1]):
+            dx[r, j] = rstd * (g[r, j] * weight[j] - mean_g - (x[r, j] - mean) * rstd * mean_gx)
+    return dx
