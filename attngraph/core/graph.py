@@ -127,10 +127,11 @@ class Graph:
         return topological_order(self.outputs if roots is None else roots)
 
     def copy(self, roots: Iterable[Node] | None = None) -> tuple["Graph", dict[Node, Node]]:
-        """A copy holding the nodes ``roots`` (default: the outputs) depend on, renumbered in order, and
-        the map from old nodes to new. Parameters keep pointing at the same ``Parameter`` objects."""
+        """A copy holding the nodes ``roots`` (default: the outputs) depend on, in their original order
+        (renumbered), and the map from old nodes to new. Parameters keep pointing at the same ``Parameter`` objects."""
         result, mapping = Graph(), {}
-        for node in self.topological_order(roots):
+        live = set(self.topological_order(roots))
+        for node in (n for n in self.nodes if n in live):
             mapping[node] = result.add(
                 node.op, [mapping[x] for x in node.inputs], dict(node.attrs), node.shape, node.dtype,
                 scope=node.scope, name=node.name, source=node.source, value=node.value,

@@ -91,14 +91,23 @@ def scope(name: str) -> Iterator[None]:
         STATE.scopes.pop()
 
 
-def module_scope(module, attribute: str | None = None) -> str:
-    """The scope of a module call: its path in the traced root module, else its class name under the
-    current scope (a module used from a plain traced function)."""
+def module_scope(module) -> str:
+    """The scope of a module call: its path in the traced root module. A module met outside that tree (one
+    used from a plain traced function) is named after its class under the current scope, and its whole
+    sub-tree and its parameters are named from there."""
     path = STATE.module_names.get(id(module))
-    if path is not None:
-        return path
-    name = attribute or type(module).__name__.lower()
-    return f"{STATE.scopes[-1]}.{name}" if STATE.scopes and STATE.scopes[-1] else name
+    if path is None:
+        parent = STATE.scopes[-1] if STATE.scopes else ""
+        base = (f"{parent}." if parent else "") + type(module).__name__.lower()
+        taken = set(STATE.module_names.values())
+        path, n = base, 1
+        while path in taken:
+            path, n = f"{base}_{n}", n + 1
+        for sub, m in module.named_modules(path):
+            STATE.module_names.setdefault(id(m), sub)
+        for name, p in module.named_parameters():
+            STATE.parameter_names.setdefault(id(p), f"{path}.{name}")
+    return path
 
 
 @contextmanager

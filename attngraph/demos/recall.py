@@ -61,8 +61,8 @@ def main(argv=None) -> dict:
         return {"loss": ag.cross_entropy(logits, answer), "logits": logits, "attention": alpha}
 
     graph = ag.trace(loss, **specs)
-    step = graph.grad(wrt=[name for name in graph.parameters], output="loss").compile()
-    params = [graph.parameters[name].value for name in graph.parameters]
+    step = graph.grad(output="loss").compile()
+    params = [node.value for node in graph.parameters.values()]
     optimizer = Adam(params, lr=3e-3)
     rng = np.random.default_rng(args.seed)
     start = time.perf_counter()

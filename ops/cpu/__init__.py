@@ -1,27 +1,38 @@
-"""Numba CPU kernels, one module per op family, each compiled lazily per dtype and rank (cache=True).
+"""Numba CPU kernels, one module per op family, compiled lazily per dtype and rank and cached on disk.
 
-Numba keys its on-disk cache on the source file of each kernel, so it does not notice an edit of
-mathfn.py, whose helpers are inlined into kernels of other files. On import, the cache of this package
-is cleared when mathfn.py differs from the copy the cache was built with (a hash stamp beside the cache).
-Caches elsewhere (NUMBA_CACHE_DIR) are not checked.
+Numba keys its on-disk cache on each kernel's own source file, so it does not notice an edit of
+mathfn.py, whose helpers are inlined into kernels of the other files. On import, this package's cache
+(__pycache__) is cleared when mathfn.py differs from the copy it was built with, per a hash stamp kept
+beside it. A cache elsewhere (NUMBA_CACHE_DIR) is not checked.
 """
 import hashlib
 from pathlib import Path
 
+import numba
+import numpy as np
 
-def _clear_cache_if_mathfn_changed():
-    here = Path(__file__).parent
-    cache, stamp_name = here / "__pycache__", "mathfn.sha256"
+
+def threading_info():
+    """(numba's threading layer, number of threads); runs a tiny parallel kernel to start the layer."""
+    from ops.cpu import reduce
+    reduce.sum(np.zeros((1, 1), np.float32), (1,), False)
+    return numba.threading_layer(), numba.get_num_threads()
+
+
+def _clear_cache_if_changed(package, helper="mathfn.py"):
+    """Delete numba's cache files in package/__pycache__ unless the stamp there matches `helper`."""
+    cache = package / "__pycache__"
+    stamp = cache / f"{helper}.sha256"
     try:
-        digest = hashlib.sha256((here / "mathfn.py").read_bytes()).hexdigest()
-        if (cache / stamp_name).is_file() and (cache / stamp_name).read_text() == digest:
+        digest = hashlib.sha256((package / helper).read_bytes()).hexdigest()
+        if stamp.is_file() and stamp.read_text() == digest:
             return
         for path in [*cache.glob("*.nbi"), *cache.glob("*.nbc")]:
             path.unlink(missing_ok=True)
         cache.mkdir(exist_ok=True)
-        (cache / stamp_name).write_text(digest)
-    except OSError:     # a read-only install: nothing to clear, nowhere to write
+        stamp.write_text(digest)
+    except OSError:     # a read-only install, or no source: leave the cache alone
         pass
 
 
-_clear_cache_if_mathfn_changed()
+_clear_cache_if_changed(Path(__file__).parent)

@@ -33,6 +33,16 @@ class Elementwise:
         return self.dufunc.ufunc(*arrays, signature=signature, order="C", out=...)
 
 
+class NanQuiet(Elementwise):
+    """An Elementwise op that orders floats: NaN inputs raise no 'invalid value' warning, as in NumPy.
+
+    Compiled ordered comparisons set the CPU's invalid flag on NaN, which NumPy reports after the loop."""
+
+    def __call__(self, *args):
+        with np.errstate(invalid="ignore"):
+            return super().__call__(*args)
+
+
 @Elementwise
 def add(a, b):
     """a + b"""
@@ -105,7 +115,7 @@ def erf(x):
     return mathfn.erf(x)
 
 
-@Elementwise
+@NanQuiet
 def relu(x):
     """max(x, 0), NaN stays NaN"""
     return x if not x <= 0 else type(x)(0)
@@ -129,13 +139,13 @@ def gelu_erf(x):
     return t(0.5) * x * (t(1) + mathfn.erf(x * t(_SQRT_HALF)))
 
 
-@Elementwise
+@NanQuiet
 def maximum(a, b):
     """the larger of a and b, NaN if either is NaN"""
     return np.maximum(a, b)
 
 
-@Elementwise
+@NanQuiet
 def minimum(a, b):
     """the smaller of a and b, NaN if either is NaN"""
     return np.minimum(a, b)
@@ -159,25 +169,25 @@ def not_equal(a, b):
     return a != b
 
 
-@Elementwise
+@NanQuiet
 def less(a, b):
     """a < b"""
     return a < b
 
 
-@Elementwise
+@NanQuiet
 def less_equal(a, b):
     """a <= b"""
     return a <= b
 
 
-@Elementwise
+@NanQuiet
 def greater(a, b):
     """a > b"""
     return a > b
 
 
-@Elementwise
+@NanQuiet
 def greater_equal(a, b):
     """a >= b"""
     return a >= b

@@ -73,7 +73,7 @@ def _exp_f32(x):
 
 
 # tanh: Cephes tanhf. |x| < 0.625: an odd polynomial; else 1 - 2 / (e**2|x| + 1) with the sign of x.
-# float32 tanh is exactly +-1 beyond |x| = 9, so the exponent is clamped there (no inf under fastmath).
+# float32 tanh rounds to +-1 beyond |x| = 9.01, so |x| is clamped at 10 (no inf under fastmath).
 _TANH_P = tuple(f32(c) for c in (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2,
                                  1.33314422036e-1, -3.33332819422e-1))
 
@@ -82,8 +82,8 @@ def _tanh_f32(x):
     a = abs(x)
     z = x * x
     p4, p3, p2, p1, p0 = _TANH_P
-    small = x + x * z * ((((p4 * z + p3) * z + p2) * z + p1) * z + p0)
-    e = exp(f32(2) * (f32(9) if a > f32(9) else a))
+    small = x * (f32(1) + z * ((((p4 * z + p3) * z + p2) * z + p1) * z + p0))
+    e = exp(f32(2) * (f32(10) if a > f32(10) else a))
     large = math.copysign(f32(1) - f32(2) / (e + f32(1)), x)
     return small if a < f32(0.625) else large
 

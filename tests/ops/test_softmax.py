@@ -1,0 +1,113 @@
+"""softmax / log_softmax with masks and causal masking, forward and backward, against NumPy."""
+import numpy as np
+import pytest
+
+from ops.cpu import softmax as sm
+
+TOL = {np.float32: dict(rtol=2e-6, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-13)}
+
+
+def allowed(shape, mask, causal):
+    ok = np.ones(shape, bool) if mask is None else np.broadcast_to(mask, shape).copy()
+    if causal:
+        tq, tk = shape[-2:]
+        ok &= np.arange(tk) <= np.arange(tq)[:, None] + (tk - tq)
+    return ok
+
+
+def reference(x, mask, causal, log):
+    """Float64 softmax over the allowed entries, 0 elsewhere."""
+    ok = allowed(x.shape, mask, causal)
+    x = x.astype(np.float64)
+    m = np.where(ok, x, -np.inf).max(-1, keepdims=True, initial=-np.inf)
+    m = np.where(np.isfinite(m), m, 0)
+    e = np.where(ok, np.exp(x - m), 0)
+    s = e.sum(-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = np.where(ok, x - m - np.log(s), 0) if log else e / np.where(s > 0, s, 1)
+    return y
+
+
+# (x shape, mask shape or None, causal); every mask gets a fully masked row
+CASES = [
+    ((3, 7), None, False),
+    ((5,), None, False),
+    ((4, 6), (4, 6), False),
+    ((2, 3, 5, 7), (2, 1, 1, 7), False),    # padding mask broadcast over heads and queries
+    ((2, 3, 5, 7), (2, 1, 1, 7), True),     # Tq < Tk: bottom-right aligned
+    ((2, 6, 4), None, True),                # Tq > Tk: the first query rows see nothing
+    ((2, 5, 3), (5, 3), True),
+    ((1, 1, 1), None, True),
+    ((0, 4), None, False),
+    ((2, 3, 0), None, True),
+]
+
+
+def make(shape, mask_shape, dtype, rng):
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    if mask_shape is None:
+        return x, None
+    mask = rng.random(mask_shape) > 0.3
+    mask.reshape(-1, mask_shape[-1])[0] = False
+    return x, mask
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape, mask_shape, causal", CASES)
+def test_forward_matches_reference(shape, mask_shape, causal, log, dtype, rng):
+    x, mask = make(shape, mask_shape, dtype, rng)
+    y = (sm.log_softmax if log else sm.softmax)(x, mask, causal)
+    assert y.dtype == dtype and y.shape == x.shape and np.all(np.isfinite(y))
+    np.testing.assert_allclose(y, reference(x, mask, causal, log), **TOL[dtype])
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_fully_masked_rows_and_masked_values_never_leak(log):
+    x = np.array([[1e30, -np.inf, np.nan, 2.0], [np.inf, np.nan, 3.0, 4.0]], np.float32)
+    mask = np.array([[False, False, False, False], [False, False, True, True]])
+    y = (sm.log_softmax if log else sm.softmax)(x, mask)
+    np.testing.assert_array_equal(y[0], 0)
+    np.testing.assert_array_equal(y[1, :2], 0)
+    np.testing.assert_allclose(y[1, 2:], reference(np.array([[3.0, 4.0]]), None, False, log)[0], rtol=1e-6)
+
+
+def test_causal_alignment_is_bottom_right():
+    y = sm.softmax(np.zeros((2, 4)), None, True)     # Tq = 2 < Tk = 4: query i sees keys j <= i + 2
+    np.testing.assert_allclose(y, [[1 / 3, 1 / 3, 1 / 3, 0], [1 / 4] * 4])
+    y = sm.softmax(np.zeros((3, 2)), None, True)     # Tq = 3 > Tk = 2: query 0 sees nothing
+    np.testing.assert_allclose(y, [[0, 0], [1, 0], [1 / 2, 1 / 2]])
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape, mask_shape, causal", [((3, 5), None, False), ((2, 4, 5), (2, 1, 5), True),
+                                                       ((4, 3), (4, 3), True)])
+def test_backward_matches_finite_differences(shape, mask_shape, causal, log, rng, numeric_grad):
+    x, mask = make(shape, mask_shape, np.float64, rng)
+    g = rng.standard_normal(shape)
+    forward = sm.log_softmax if log else sm.softmax
+    y = forward(x, mask, causal)
+    dx = sm.log_softmax_backward(g, y, mask, causal) if log else sm.softmax_backward(g, y)
+    np.testing.assert_allclose(dx, numeric_grad(lambda v: (forward(v, mask, causal) * g).sum(), x), atol=1e-8)
+    np.testing.assert_array_equal(dx[~allowed(shape, mask, causal)], 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_backward_formulas(dtype, rng):
+    x, mask = make((2, 3, 6), (3, 6), dtype, rng)
+    g = rng.standard_normal(x.shape).astype(dtype)
+    y = sm.softmax(x, mask, True)
+    dx = sm.softmax_backward(g, y)
+    assert dx.dtype == dtype
+    np.testing.assert_allclose(dx, y * (g - (g * y).sum(-1, keepdims=True)), **TOL[dtype])
+    ly = sm.log_softmax(x, mask, True)
+    ok = allowed(x.shape, mask, True)
+    expected = np.where(ok, g - np.exp(ly) * np.where(ok, g, 0).sum(-1, keepdims=True), 0)
+    np.testing.assert_allclose(sm.log_softmax_backward(g, ly, mask, True), expected, **TOL[dtype])
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="broadcast"):
+        sm.softmax(np.zeros((2, 3)), np.ones((2, 2), bool))
+    with pytest.raises(ValueError, match="causal"):
+        sm.softmax(np.zeros(3), None, True)
