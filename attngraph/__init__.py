@@ -7,10 +7,11 @@
 from . import attention, nn
 from .core import (Executable, Graph, Input, Node, Parameter, Tensor, debug, grad, gradients, no_grad, trace,
                    value_and_grad)
-from .core.functional import (astype, broadcast_to, concat, cross_entropy, dropout, embedding, equal, erf, exp,
+from .core.functional import (arange, astype, broadcast_to, concat, cross_entropy, dropout, embedding, equal, erf, exp,
                               expand_dims, gelu, greater, greater_equal, layer_norm, less, less_equal, log,
                               log_softmax, logical_and, logical_not, logical_or, matmul, max, maximum, mean,
-                              minimum, moveaxis, neg, not_equal, relu, reshape, scaled_dot_product_attention,
+                              minimum, moveaxis, neg, not_equal, relative_distance, relu, reshape,
+                              scaled_dot_product_attention,
                               sigmoid, softmax, split, sqrt, stop_gradient, sum, swapaxes, take, tanh, transpose,
                               where, zeros_like)
 from .core.functional import add, div, mul, pow, sub

@@ -223,6 +223,17 @@ def moveaxis(x, source, destination: int):
     return transpose(x, rest[:destination] + list(source) + rest[destination:])
 
 
+def arange(x, axis: int = -1):
+    """0, 1, ..., n − 1 (int64) where n is ``x``'s length along ``axis``, read when the graph runs."""
+    return emit("arange", x, axis=axis % len(as_node(x).shape))
+
+
+def relative_distance(q, k, max_distance: int):
+    """(Tq, Tk) int64 indices clip(j − i, −k, k) + k of query i and key j (Shaw et al. 2018); the lengths
+    are the second-to-last axes of ``q`` and ``k``."""
+    return emit("relative_distance", q, k, max_distance=int(max_distance))
+
+
 def embedding(table, indices):
     """``table[indices]``: one row of a (vocabulary, features) table per integer index."""
     return emit("gather", table, indices)

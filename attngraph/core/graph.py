@@ -167,6 +167,15 @@ class Graph:
                 g.add_edge(x.label, n.label, slot=slot, shape=x.shape)
         return g
 
+    def with_outputs(self, extra: dict[str, Node]) -> "Graph":
+        """A copy of this graph that also outputs the given nodes (e.g. attention weights to plot)."""
+        result, mapping = self.copy()
+        for name, node in extra.items():
+            if node not in mapping:
+                raise KeyError(f"{node.describe()} is not part of this graph's computation")
+            result.add("output", (mapping[node],), {}, node.shape, node.dtype, name=name, stop_gradient=True)
+        return result
+
     def compile(self, device: str = "cpu", seed: int = 0):
         """A callable running this graph on ``device``: ``graph.compile()(x=...)``. See ``Executable``."""
         from .executor import Executable

@@ -7,15 +7,15 @@ The backward recomputes mean and rstd from x (one pass over a row) instead of st
 gradients of weight and bias are sums the caller forms. Threads share out the rows; the row reductions
 use fastmath so that they vectorize, and the variance takes a second pass over (x - mean) for accuracy.
 """
-import math
-
 import numpy as np
 from numba import njit, prange
+
+from ops.cpu.layout import rows
 
 
 def layer_norm(x, weight=None, bias=None, eps=1e-5):
     """(x - mean) / sqrt(var + eps) * weight + bias over the last axis; weight, bias (D,) or None."""
-    rows, ones, zeros = _as_rows(x), np.ones(x.shape[-1], x.dtype), np.zeros(x.shape[-1], x.dtype)
+    rows, ones, zeros = rows(x), np.ones(x.shape[-1], x.dtype), np.zeros(x.shape[-1], x.dtype)
     w = ones if weight is None else np.ascontiguousarray(weight, x.dtype)
     b = zeros if bias is None else np.ascontiguousarray(bias, x.dtype)
     return _layer_norm_rows(rows, w, b, x.dtype.type(eps)).reshape(x.shape)
@@ -24,12 +24,7 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
 def layer_norm_backward(g, x, weight=None, eps=1e-5):
     """dx of layer_norm for the output gradient g."""
     w = np.ones(x.shape[-1], x.dtype) if weight is None else np.ascontiguousarray(weight, x.dtype)
-    return _layer_norm_backward_rows(_as_rows(g), _as_rows(x), w, x.dtype.type(eps)).reshape(x.shape)
-
-
-def _as_rows(a):
-    """a as a C-contiguous (R, D) array of its rows along the last axis."""
-    return np.ascontiguousarray(a).reshape(math.prod(a.shape[:-1]), a.shape[-1])
+    return _layer_norm_backward_rows(rows(g), rows(x), w, x.dtype.type(eps)).reshape(x.shape)
 
 
 @njit(fastmath=True, cache=True)

@@ -21,35 +21,30 @@ import numpy as np
 from numba import njit, prange
 
 from ops.cpu import mathfn
+from ops.cpu.layout import rows
 
 
 def softmax(x, mask=None, causal=False):
     """Softmax of x over its last axis; 0 where masked and on fully masked rows."""
-    rows, *masking = _rows_and_masking(x, mask, causal)
-    return _softmax_rows(rows, *masking, np.finfo(rows.dtype).min).reshape(np.shape(x))
+    x_rows, *masking = _rows_and_masking(x, mask, causal)
+    return _softmax_rows(x_rows, *masking, np.finfo(x_rows.dtype).min).reshape(np.shape(x))
 
 
 def softmax_backward(g, y):
     """dx = y (g - sum(g y)) over the last axis, from softmax's output y (0 where y is 0)."""
-    return _softmax_backward_rows(_as_rows(g), _as_rows(y)).reshape(np.shape(y))
+    return _softmax_backward_rows(rows(g), rows(y)).reshape(np.shape(y))
 
 
 def log_softmax(x, mask=None, causal=False):
     """Log-softmax of x over its last axis; 0 where masked and on fully masked rows."""
-    rows, *masking = _rows_and_masking(x, mask, causal)
-    return _log_softmax_rows(rows, *masking, np.finfo(rows.dtype).min).reshape(np.shape(x))
+    x_rows, *masking = _rows_and_masking(x, mask, causal)
+    return _log_softmax_rows(x_rows, *masking, np.finfo(x_rows.dtype).min).reshape(np.shape(x))
 
 
 def log_softmax_backward(g, y, mask=None, causal=False):
     """dx = g - e^y sum(g) over the entries taking part, 0 elsewhere, from log_softmax's output y."""
-    rows, *masking = _rows_and_masking(y, mask, causal)
-    return _log_softmax_backward_rows(_as_rows(g), rows, *masking).reshape(np.shape(y))
-
-
-def _as_rows(a):
-    """a as a C-contiguous (R, T) array of its rows along the last axis."""
-    a = np.asarray(a)
-    return np.ascontiguousarray(a).reshape(math.prod(a.shape[:-1]), a.shape[-1])
+    y_rows, *masking = _rows_and_masking(y, mask, causal)
+    return _log_softmax_backward_rows(rows(g), y_rows, *masking).reshape(np.shape(y))
 
 
 def _rows_and_masking(x, mask, causal):
@@ -58,12 +53,14 @@ def _rows_and_masking(x, mask, causal):
     if causal and len(shape) < 2:
         raise ValueError(f"causal masking needs x with at least 2 dims (..., Tq, Tk), got shape {shape}")
     mask = np.ones(shape[-1:], bool) if mask is None else np.asarray(mask, bool)
-    if np.broadcast_shapes(mask.shape, shape) != shape:
-        raise ValueError(f"mask of shape {mask.shape} does not broadcast to x's shape {shape}")
+    try:
+        np.broadcast_to(mask, shape)
+    except ValueError:
+        raise ValueError(f"mask of shape {mask.shape} does not broadcast to x's shape {shape}") from None
     mask = mask.reshape((1,) * (len(shape) - mask.ndim) + mask.shape)
-    mask_rows = _as_rows(np.broadcast_to(mask, mask.shape[:-1] + shape[-1:]))
+    mask_rows = rows(np.broadcast_to(mask, mask.shape[:-1] + shape[-1:]))
     mask_index = np.arange(len(mask_rows)).reshape(mask.shape[:-1])
-    return (_as_rows(x), mask_rows, np.broadcast_to(mask_index, shape[:-1]).ravel(),
+    return (rows(x), mask_rows, np.broadcast_to(mask_index, shape[:-1]).ravel(),
             causal, shape[-2] if causal else 1)
 
 
