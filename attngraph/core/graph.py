@@ -193,6 +193,16 @@ class Graph:
         from ..render import render_graph
         return render_graph(self, path, **options)
 
+    def summary(self, **options):
+        """The module tree with shapes, parameters and FLOPs; see ``attngraph.inspect.summary``."""
+        from ..inspect import summary
+        return summary(self, **options)
+
+    def _repr_svg_(self) -> str:
+        """Notebooks show a graph as its SVG drawing."""
+        from ..render import to_svg
+        return to_svg(self)
+
     def __repr__(self) -> str:
         calls = sum(n.kind == "call" for n in self.nodes)
         return (f"Graph({len(self.nodes)} nodes, {calls} op calls, inputs {list(self.inputs)}, "

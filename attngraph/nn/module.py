@@ -106,6 +106,11 @@ class Module:
         for name in own.keys() & state.keys():
             own[name].data = np.array(state[name], copy=True)
 
+    def summary(self, **inputs):
+        """Trace this module on ``inputs`` (``ag.Input`` specs or arrays) and summarize the graph."""
+        from ..core.api import trace
+        return trace(self, **inputs).summary()
+
     def extra_repr(self) -> str:
         return ""
 

@@ -15,16 +15,20 @@ from ops.cpu.layout import rows
 
 def layer_norm(x, weight=None, bias=None, eps=1e-5):
     """(x - mean) / sqrt(var + eps) * weight + bias over the last axis; weight, bias (D,) or None."""
-    rows, ones, zeros = rows(x), np.ones(x.shape[-1], x.dtype), np.zeros(x.shape[-1], x.dtype)
-    w = ones if weight is None else np.ascontiguousarray(weight, x.dtype)
-    b = zeros if bias is None else np.ascontiguousarray(bias, x.dtype)
-    return _layer_norm_rows(rows, w, b, x.dtype.type(eps)).reshape(x.shape)
+    x = np.asarray(x)
+    return _layer_norm_rows(rows(x), _param(weight, x, 1), _param(bias, x, 0), x.dtype.type(eps)
+                            ).reshape(x.shape)
 
 
 def layer_norm_backward(g, x, weight=None, eps=1e-5):
     """dx of layer_norm for the output gradient g."""
-    w = np.ones(x.shape[-1], x.dtype) if weight is None else np.ascontiguousarray(weight, x.dtype)
-    return _layer_norm_backward_rows(rows(g), rows(x), w, x.dtype.type(eps)).reshape(x.shape)
+    x = np.asarray(x)
+    return _layer_norm_backward_rows(rows(g), rows(x), _param(weight, x, 1), x.dtype.type(eps)).reshape(x.shape)
+
+
+def _param(p, x, default):
+    """weight or bias as a contiguous (D,) array of x's dtype, filled with `default` when None."""
+    return np.full(x.shape[-1], default, x.dtype) if p is None else np.ascontiguousarray(p, x.dtype)
 
 
 @njit(fastmath=True, cache=True)
