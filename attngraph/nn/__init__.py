@@ -3,3 +3,4 @@ from . import init
 from .layers import MLP, Activation, Dropout, Embedding, LayerNorm, Linear, ModuleList, Sequential
 from .module import Module
 from ..core.parameter import Parameter
+from .recurrent import GRU, LSTM, GRUCell, LSTMCell, Recurrent

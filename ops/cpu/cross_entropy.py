@@ -34,10 +34,10 @@ def cross_entropy_backward(g, logits, targets, ignore_index=None):
 
 
 def _prepare(logits, targets, ignore_index):
-    """C-contiguous logits and int64 targets, and the ignored value with whether there is one."""
-    targets = np.ascontiguousarray(targets, np.int64)
-    return np.ascontiguousarray(logits), targets, -1 if ignore_index is None else int(ignore_index), \
-        ignore_index is not None
+    """C-contiguous logits, int64 targets, the ignored value (any int if none), whether there is one."""
+    use_ignore = ignore_index is not None
+    return (np.ascontiguousarray(logits), np.ascontiguousarray(targets, np.int64),
+            int(ignore_index) if use_ignore else 0, use_ignore)
 
 
 def _check(bad_row, targets, num_classes):
@@ -46,12 +46,15 @@ def _check(bad_row, targets, num_classes):
                          f"{num_classes} classes and is not the ignore_index")
 
 
+_KEPT, _IGNORED, _OUT_OF_RANGE = 0, 1, 2
+
+
 @njit(cache=True)
-def _skip(t, num_classes, ignore, use_ignore):
-    """0: a valid target; 1: an ignored one; 2: one out of range."""
+def _status(t, num_classes, ignore, use_ignore):
+    """What the row with target t is: _KEPT, _IGNORED or _OUT_OF_RANGE."""
     if use_ignore and t == ignore:
-        return 1
-    return 0 if 0 <= t < num_classes else 2
+        return _IGNORED
+    return _KEPT if 0 <= t < num_classes else _OUT_OF_RANGE
 
 
 @njit(fastmath=True, cache=True)
@@ -76,11 +79,11 @@ def _cross_entropy_rows(logits, targets, ignore, use_ignore):
     """(sum of the kept rows' losses in float64, number of kept rows, last bad row or -1)"""
     total, kept, bad_row = 0.0, 0, -1
     for r in prange(logits.shape[0]):
-        skip = _skip(targets[r], logits.shape[1], ignore, use_ignore)
-        if skip == 0:
+        status = _status(targets[r], logits.shape[1], ignore, use_ignore)
+        if status == _KEPT:
             total += _logsumexp(logits[r]) - logits[r, targets[r]]
             kept += 1
-        elif skip == 2:
+        elif status == _OUT_OF_RANGE:
             bad_row = max(bad_row, r)
     return total, kept, bad_row
 
@@ -92,8 +95,8 @@ def _cross_entropy_backward_rows(logits, targets, ignore, use_ignore, scale):
     dlogits = np.empty_like(logits)
     bad_row = -1
     for r in prange(N):
-        skip = _skip(targets[r], C, ignore, use_ignore)
-        if skip == 0:
+        status = _status(targets[r], C, ignore, use_ignore)
+        if status == _KEPT:
             m, s = _max(logits[r]), logits.dtype.type(0)
             for j in range(C):
                 dlogits[r, j] = mathfn.exp(logits[r, j] - m)
@@ -104,6 +107,6 @@ def _cross_entropy_backward_rows(logits, targets, ignore, use_ignore, scale):
             dlogits[r, targets[r]] -= scale
         else:
             dlogits[r, :] = 0
-            if skip == 2:
+            if status == _OUT_OF_RANGE:
                 bad_row = max(bad_row, r)
     return dlogits, bad_row

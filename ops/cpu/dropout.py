@@ -25,8 +25,8 @@ def dropout(x, p, seed, key):
     x = np.asarray(x)
     if p == 0:
         return np.array(x, order="C")
-    out = _dropout_flat(np.ascontiguousarray(x).reshape(-1), np.uint64(seed % 2 ** 64),
-                        np.uint64(key % 2 ** 64), np.uint64(math.ceil(p * 2 ** 53)), x.dtype.type(1 / (1 - p)))
+    seed, key, threshold = (np.uint64(v % 2 ** 64) for v in (seed, key, math.ceil(p * 2 ** 53)))
+    out = _dropout_flat(np.ascontiguousarray(x).reshape(-1), seed, key, threshold, x.dtype.type(1 / (1 - p)))
     return out.reshape(x.shape)
 
 

@@ -16,14 +16,15 @@ from ops.cpu.layout import rows
 def layer_norm(x, weight=None, bias=None, eps=1e-5):
     """(x - mean) / sqrt(var + eps) * weight + bias over the last axis; weight, bias (D,) or None."""
     x = np.asarray(x)
-    return _layer_norm_rows(rows(x), _param(weight, x, 1), _param(bias, x, 0), x.dtype.type(eps)
-                            ).reshape(x.shape)
+    y = _layer_norm_rows(rows(x), _param(weight, x, 1), _param(bias, x, 0), x.dtype.type(eps))
+    return y.reshape(x.shape)
 
 
 def layer_norm_backward(g, x, weight=None, eps=1e-5):
     """dx of layer_norm for the output gradient g."""
     x = np.asarray(x)
-    return _layer_norm_backward_rows(rows(g), rows(x), _param(weight, x, 1), x.dtype.type(eps)).reshape(x.shape)
+    dx = _layer_norm_backward_rows(rows(g), rows(x), _param(weight, x, 1), x.dtype.type(eps))
+    return dx.reshape(x.shape)
 
 
 def _param(p, x, default):

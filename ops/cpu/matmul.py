@@ -26,9 +26,10 @@ def matmul(a, b):
     if b.ndim == 2:
         return _matmul_2d(a.reshape(math.prod(a.shape[:-1]), k), b).reshape(*a.shape[:-1], n)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    return _matmul_batched(a.reshape(math.prod(a.shape[:-2]), m, k), b.reshape(math.prod(b.shape[:-2]), k, n),
-                           _batch_index(a.shape[:-2], batch), _batch_index(b.shape[:-2], batch),
-                           m * k * n <= _BLAS_SERIAL_MAX).reshape(*batch, m, n)
+    out = _matmul_batched(a.reshape(math.prod(a.shape[:-2]), m, k), b.reshape(math.prod(b.shape[:-2]), k, n),
+                          _batch_index(a.shape[:-2], batch), _batch_index(b.shape[:-2], batch),
+                          m * k * n <= _BLAS_SERIAL_MAX)
+    return out.reshape(*batch, m, n)
 
 
 def _batch_index(shape, batch):

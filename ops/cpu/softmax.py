@@ -4,7 +4,7 @@ An entry (..., i, j) of x takes part when mask[..., i, j] is True (the mask broa
 when `causal`, when j <= i + (Tk - Tq) for x of shape (..., Tq, Tk): bottom-right aligned, so that cached
 decoding works. Entries that take no part, and every entry of a row where none does, are exactly 0 in
 the output (for log_softmax too: they have no log-probability, and 0 keeps them finite) and get gradient
-0; never NaN.
+0; never NaN. (Scores of -inf, an additive mask, also give 0 and no NaN, but take masks as booleans.)
 
   softmax:     y_j = e^(x_j - m) / sum_k e^(x_k - m),  m = max of the x_k taking part
   log_softmax: y_j = x_j - m - log sum_k e^(x_k - m)
@@ -72,12 +72,11 @@ def _causal_end(r, t, causal, tq):
 
 @njit(fastmath=True, cache=True)
 def _allowed_max(x, allowed, end, lowest):
-    """The max of x[j] over j < end with allowed[j] (lowest if none), and how many such j there are."""
-    m, count = lowest, 0
+    """The max of x[j] over the j < end with allowed[j]; lowest if there are none."""
+    m = lowest
     for j in range(end):
         m = mathfn.maximum(m, x[j] if allowed[j] else lowest)
-        count += allowed[j]
-    return m, count
+    return m
 
 
 @njit(parallel=True, fastmath=True, cache=True)
@@ -87,13 +86,13 @@ def _softmax_rows(x, mask_rows, mask_index, causal, tq, lowest):
     y = np.empty_like(x)
     for r in prange(R):
         allowed, end = mask_rows[mask_index[r]], _causal_end(r, T, causal, tq)
-        m, count = _allowed_max(x[r], allowed, end, lowest)
+        m = _allowed_max(x[r], allowed, end, lowest)
         s = zero
         for j in range(end):
             e = mathfn.exp(x[r, j] - m) if allowed[j] else zero
             y[r, j] = e
             s += e
-        scale = x.dtype.type(1) / s if count > 0 else zero      # s >= 1: the max contributes e^0
+        scale = x.dtype.type(1) / s if s > zero else zero       # s >= 1 unless nothing takes part
         for j in range(end):
             y[r, j] *= scale
         y[r, end:] = zero
@@ -119,13 +118,16 @@ def _log_softmax_rows(x, mask_rows, mask_index, causal, tq, lowest):
     y = np.empty_like(x)
     for r in prange(R):
         allowed, end = mask_rows[mask_index[r]], _causal_end(r, T, causal, tq)
-        m, count = _allowed_max(x[r], allowed, end, lowest)
+        m = _allowed_max(x[r], allowed, end, lowest)
         s = zero
         for j in range(end):
             s += mathfn.exp(x[r, j] - m) if allowed[j] else zero
-        shift = m + math.log(s) if count > 0 else zero
-        for j in range(end):
-            y[r, j] = x[r, j] - shift if allowed[j] else zero
+        if s > zero:
+            shift = m + math.log(s)
+            for j in range(end):
+                y[r, j] = x[r, j] - shift if allowed[j] else zero
+        else:
+            end = 0         # nothing takes part: a row of zeros
         y[r, end:] = zero
     return y
 

@@ -39,5 +39,5 @@ def test_float32_backward_and_constant_rows(rng):
     y, dx = layer_norm(x, None, None, 1e-5), layer_norm_backward(g, x, None, 1e-5)
     assert dx.dtype == np.float32 and np.all(np.isfinite(y)) and np.all(np.isfinite(dx))
     np.testing.assert_array_equal(y[0], 0)
-    np.testing.assert_allclose(dx, layer_norm_backward(g.astype(np.float64), x.astype(np.float64), None, 1e-5),
-                               rtol=1e-4, atol=1e-4)
+    dx64 = layer_norm_backward(g.astype(np.float64), x.astype(np.float64), None, 1e-5)
+    np.testing.assert_allclose(dx, dx64, rtol=1e-4, atol=1e-4)

@@ -62,7 +62,7 @@ def test_float32_edges():
     x = np.array([0, -np.inf, -200, -104.5, -100, -88, 88.7, 88.8, 89, 1e4, np.inf, np.nan, -0.0], F32)
     exp, tanh, sigmoid, erf = evaluate(x)
     assert exp[0] == 1 and np.all(exp[1:4] == 0)
-    np.testing.assert_allclose(exp[4:7], np.exp(x[4:7].astype(np.float64)), rtol=1e-5, atol=2e-45)  # denormals
+    np.testing.assert_allclose(exp[4:7], np.exp(x[4:7].astype(np.float64)), rtol=1e-5, atol=2e-45)  # denormal
     assert exp[6] < np.finfo(F32).max and np.all(np.isposinf(exp[7:11]))
     np.testing.assert_array_equal(tanh[[1, 2, 4, 5]], -1)
     np.testing.assert_array_equal(tanh[6:11], 1)

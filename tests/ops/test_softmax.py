@@ -72,6 +72,12 @@ def test_fully_masked_rows_and_masked_values_never_leak(log):
     np.testing.assert_allclose(y[1, 2:], reference(np.array([[3.0, 4.0]]), None, False, log)[0], rtol=1e-6)
 
 
+def test_rows_of_minus_inf_scores_give_zeros():
+    x = np.array([[-np.inf, -np.inf], [0.0, -np.inf]], np.float32)
+    np.testing.assert_array_equal(sm.softmax(x), [[0, 0], [1, 0]])
+    np.testing.assert_array_equal(sm.log_softmax(x), [[0, 0], [0, -np.inf]])
+
+
 def test_causal_alignment_is_bottom_right():
     y = sm.softmax(np.zeros((2, 4)), None, True)     # Tq = 2 < Tk = 4: query i sees keys j <= i + 2
     np.testing.assert_allclose(y, [[1 / 3, 1 / 3, 1 / 3, 0], [1 / 4] * 4])

@@ -1,0 +1,173 @@
+"""Recurrent layers: GRU and LSTM cells, and encoders that unroll them over time in the graph.
+
+A cell maps one step's input x (B, in) and its state to the next state; the GRU's state is h (B, H), the
+LSTM's the pair (h, c). ``Recurrent`` runs a cell over a sequence (B, T, in) — a Python loop, so the
+graph holds T copies of the cell and T must be concrete when tracing: ``ag.Input(("B", 12, 32))``; the
+batch may stay symbolic. A padding mask (B, T), True at real steps, makes padded steps keep the previous
+state, so any sequence ends in the state of its last real step.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import functional as F
+from ..errors import ShapeError
+from .layers import Linear
+from .module import Module
+
+
+def zeros(x, size: int):
+    """Zeros (B, size) for the batch of ``x`` (B, ...), which may be symbolic."""
+    return F.broadcast_to(np.zeros((), x.dtype), (x.shape[0], size))
+
+
+class GRUCell(Module):
+    """Gated recurrent unit (Cho et al. 2014), in the form of cuDNN and PyTorch (the reset gate applied
+    after the hidden projection):
+
+        r  = σ(W_r x + b_r + U_r h + c_r)               reset gate
+        z  = σ(W_z x + b_z + U_z h + c_z)               update gate
+        n  = tanh(W_n x + b_n + r ∘ (U_n h + c_n))      candidate
+        h' = (1 − z) ∘ n + z ∘ h
+
+    W = [W_r; W_z; W_n] is ``input`` (in, 3H) and U = [U_r; U_z; U_n] is ``hidden`` (H, 3H), each a
+    ``Linear`` with its default initialization. ``cell(x, h) -> h'``.
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, rng=None):
+        super().__init__()
+        self.input_size, self.hidden_size = input_size, hidden_size
+        self.input = Linear(input_size, 3 * hidden_size, rng=rng)
+        self.hidden = Linear(hidden_size, 3 * hidden_size, rng=rng)
+
+    def initial_state(self, x):
+        return zeros(x, self.hidden_size)
+
+    def forward(self, x, h):
+        x_r, x_z, x_n = F.split(self.input(x), 3, axis=-1)
+        h_r, h_z, h_n = F.split(self.hidden(h), 3, axis=-1)
+        r, z = F.sigmoid(x_r + h_r), F.sigmoid(x_z + h_z)
+        n = F.tanh(x_n + r * h_n)
+        return (1 - z) * n + z * h
+
+    def extra_repr(self) -> str:
+        return f"{self.input_size}, {self.hidden_size}"
+
+
+class LSTMCell(Module):
+    """Long short-term memory (Hochreiter & Schmidhuber 1997) with a forget gate (Gers et al. 2000):
+
+        i  = σ(W_i x + U_i h + b_i)      input gate
+        f  = σ(W_f x + U_f h + b_f)      forget gate
+        g  = tanh(W_g x + U_g h + b_g)   candidate cell
+        o  = σ(W_o x + U_o h + b_o)      output gate
+        c' = f ∘ c + i ∘ g
+        h' = o ∘ tanh(c')
+
+    W = [W_i; W_f; W_g; W_o] is ``input`` (in, 4H) with the bias b, U is ``hidden`` (H, 4H) without one
+    (a second bias would be redundant). ``cell(x, (h, c)) -> (h', c')``.
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, rng=None):
+        super().__init__()
+        self.input_size, self.hidden_size = input_size, hidden_size
+        self.input = Linear(input_size, 4 * hidden_size, rng=rng)
+        self.hidden = Linear(hidden_size, 4 * hidden_size, bias=False, rng=rng)
+
+    def initial_state(self, x):
+        return zeros(x, self.hidden_size), zeros(x, self.hidden_size)
+
+    def forward(self, x, state):
+        h, c = state
+        i, f, g, o = F.split(self.input(x) + self.hidden(h), 4, axis=-1)
+        c = F.sigmoid(f) * c + F.sigmoid(i) * F.tanh(g)
+        return F.sigmoid(o) * F.tanh(c), c
+
+    def extra_repr(self) -> str:
+        return f"{self.input_size}, {self.hidden_size}"
+
+
+def hidden(state):
+    """The output h of a cell state: h itself (GRU) or the first of (h, c) (LSTM)."""
+    return state[0] if isinstance(state, tuple) else state
+
+
+def map_state(f, *states):
+    """Apply ``f`` to corresponding tensors of cell states (tensors, or tuples such as (h, c))."""
+    if isinstance(states[0], tuple):
+        return tuple(f(*parts) for parts in zip(*states))
+    return f(*states)
+
+
+def join_features(a, b):
+    return F.concat([a, b], axis=-1)
+
+
+class Recurrent(Module):
+    """states, final = Recurrent(cell, backward_cell=None)(x, mask=None).
+
+    Runs ``cell`` over x (B, T, in) from t = 0 to T − 1 and, when a ``backward_cell`` is given
+    (bidirectional, Schuster & Paliwal 1997), that cell from t = T − 1 down to 0; both start from zeros.
+    ``mask`` (B, T) is True at real steps; at a padded step the state is carried over unchanged, so with
+    padding at the end the backward direction starts at each sequence's true end and the forward final
+    state is that of its last real step.
+
+    ``states`` (B, T, H), or (B, T, 2H) = [h→_t; h←_t] when bidirectional, is zero at padded steps.
+    ``final`` has the structure of the cell's state: h→ after the last step (GRU) or (h, c) (LSTM); when
+    bidirectional each part is [forward final; backward final], the backward final being its state
+    after t = 0. T must be concrete (see the module docstring).
+    """
+
+    def __init__(self, cell: Module, backward_cell: Module | None = None):
+        super().__init__()
+        self.cell = cell
+        self.backward_cell = backward_cell
+
+    @property
+    def bidirectional(self) -> bool:
+        return self.backward_cell is not None
+
+    def forward(self, x, mask=None):
+        length = x.shape[1]
+        if isinstance(length, str):
+            raise ShapeError(f"a recurrent layer unrolls over time and needs a concrete length, not {length!r}: "
+                             "trace with e.g. ag.Input(('B', 12, dim))")
+        states, final = self.unroll(self.cell, x, mask, range(length))
+        if self.backward_cell is None:
+            return states, final
+        backward_states, backward_final = self.unroll(self.backward_cell, x, mask, reversed(range(length)))
+        return join_features(states, backward_states), map_state(join_features, final, backward_final)
+
+    @staticmethod
+    def unroll(cell: Module, x, mask, steps) -> tuple:
+        """Apply ``cell`` at each time step in ``steps`` order; the outputs are stacked in time order."""
+        state = cell.initial_state(x)
+        outputs = {}
+        for t in steps:
+            new = cell(x[:, t], state)
+            if mask is None:
+                state, outputs[t] = new, hidden(new)
+            else:
+                real = F.expand_dims(mask[:, t], -1)
+                state = map_state(lambda n, old: F.where(real, n, old), new, state)
+                outputs[t] = F.where(real, hidden(state), 0.0)
+        return F.concat([F.expand_dims(outputs[t], 1) for t in sorted(outputs)], axis=1), state
+
+    def extra_repr(self) -> str:
+        return f"bidirectional={self.bidirectional}"
+
+
+class GRU(Recurrent):
+    """A (bidirectional) GRU encoder: ``Recurrent`` over ``GRUCell``s, one per direction."""
+
+    def __init__(self, input_size: int, hidden_size: int, bidirectional: bool = False, rng=None):
+        super().__init__(GRUCell(input_size, hidden_size, rng),
+                         GRUCell(input_size, hidden_size, rng) if bidirectional else None)
+
+
+class LSTM(Recurrent):
+    """A (bidirectional) LSTM encoder: ``Recurrent`` over ``LSTMCell``s, one per direction."""
+
+    def __init__(self, input_size: int, hidden_size: int, bidirectional: bool = False, rng=None):
+        super().__init__(LSTMCell(input_size, hidden_size, rng),
+                         LSTMCell(input_size, hidden_size, rng) if bidirectional else None)
