@@ -118,3 +118,15 @@ def test_fully_masked_row_gives_zeros_and_zero_gradients_never_nan(rng):
     assert np.all(out[1, 2] == 0) and np.all(grad[1, 2] == 0)
     assert np.isfinite(value) and np.isfinite(grad).all()
     np.testing.assert_allclose(out[0, 0], [1, 0, 0, 0])
+
+
+def test_registry_check_fails_loudly_for_a_differentiable_primitive_without_vjp():
+    from attngraph.core.primitive import REGISTRY, check_registry, define
+
+    define("no_vjp_yet", lambda x: (x.shape, x.dtype), cpu=lambda x: x)
+    try:
+        with pytest.raises(ag.AttnGraphError, match="without a VJP: \\['no_vjp_yet'\\]"):
+            check_registry()
+    finally:
+        del REGISTRY["no_vjp_yet"]
+    check_registry()

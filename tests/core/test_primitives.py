@@ -178,3 +178,37 @@ def test_dropout_keeps_the_expected_fraction_and_reuses_its_mask_backward():
     np.testing.assert_array_equal(graph.compile(seed=3)(x=x), first)
     value, grad = ag.value_and_grad(lambda x: ag.sum(ag.dropout(x, 0.5)))(x)
     np.testing.assert_allclose(value, grad.sum(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("name, reference", [("equal", np.equal), ("not_equal", np.not_equal), ("less", np.less),
+                                             ("less_equal", np.less_equal), ("greater", np.greater),
+                                             ("greater_equal", np.greater_equal)])
+def test_comparisons_broadcast_and_give_booleans(name, reference, rng):
+    a, b = rng.integers(0, 3, (3, 4)).astype(np.float32), rng.integers(0, 3, (4,)).astype(np.float32)
+    got = run(getattr(ag, name), a, b)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, reference(a, b))
+
+
+def test_logical_ops(rng):
+    a, b = rng.random((3, 4)) > 0.5, rng.random(4) > 0.5
+    np.testing.assert_array_equal(run(ag.logical_and, a, b), a & b)
+    np.testing.assert_array_equal(run(ag.logical_or, a, b), a | b)
+    np.testing.assert_array_equal(run(ag.logical_not, a), ~a)
+    np.testing.assert_array_equal(run(lambda a, b: ~(a & b) | a, a, b), ~(a & b) | a)
+
+
+def test_astype_casts_and_passes_gradients_back_in_the_source_dtype(rng):
+    x = rng.standard_normal(4)
+    assert run(lambda x: x.astype("float32"), x).dtype == np.float32
+    _, grad = ag.value_and_grad(lambda x: ag.sum(x.astype("float32") * 3.0).astype("float64"))(x)
+    assert grad.dtype == np.float64
+    np.testing.assert_allclose(grad, 3.0)
+
+
+def test_positions_are_read_from_the_running_shapes():
+    graph = ag.trace(lambda q, k: (ag.arange(k, axis=1), ag.relative_distance(q, k, 1)),
+                     q=ag.Input(("B", "T", 2)), k=ag.Input(("B", "S", 2)))
+    positions, distance = graph.compile()(q=np.zeros((1, 2, 2), np.float32), k=np.zeros((1, 4, 2), np.float32))
+    np.testing.assert_array_equal(positions, [0, 1, 2, 3])
+    np.testing.assert_array_equal(distance, [[1, 2, 2, 2], [0, 1, 2, 2]])
