@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import ShapeError, TracingError
+from ..errors import ShapeError
 from .dims import divide, format_shape, multiply, normalize
 from .parameter import Parameter
 from .tracing import Tensor, add_node, as_node, constant, current_graph, emit, lift_scalars, user_source

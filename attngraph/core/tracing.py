@@ -12,7 +12,7 @@ import sys
 import threading
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Iterator
 
 import numpy as np
 

@@ -8,16 +8,6 @@ beside it. A cache elsewhere (NUMBA_CACHE_DIR) is not checked.
 import hashlib
 from pathlib import Path
 
-import numba
-import numpy as np
-
-
-def threading_info():
-    """(numba's threading layer, number of threads); runs a tiny parallel kernel to start the layer."""
-    from ops.cpu import reduce
-    reduce.sum(np.zeros((1, 1), np.float32), (1,), False)
-    return numba.threading_layer(), numba.get_num_threads()
-
 
 def _clear_cache_if_changed(package, helper="mathfn.py"):
     """Delete numba's cache files in package/__pycache__ unless the stamp there matches `helper`."""

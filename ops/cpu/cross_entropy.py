@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit, prange
 
 from ops.cpu import mathfn
+from ops.cpu.threads import parallel_kernel
 
 
 def cross_entropy(logits, targets, ignore_index=None):
@@ -74,7 +75,7 @@ def _logsumexp(x):
     return m + math.log(s)
 
 
-@njit(parallel=True, cache=True)
+@parallel_kernel
 def _cross_entropy_rows(logits, targets, ignore, use_ignore):
     """(sum of the kept rows' losses in float64, number of kept rows, last bad row or -1)"""
     total, kept, bad_row = 0.0, 0, -1
@@ -88,7 +89,7 @@ def _cross_entropy_rows(logits, targets, ignore, use_ignore):
     return total, kept, bad_row
 
 
-@njit(parallel=True, fastmath=True, cache=True)
+@parallel_kernel(fastmath=True)
 def _cross_entropy_backward_rows(logits, targets, ignore, use_ignore, scale):
     """(dlogits, last bad row or -1)"""
     N, C = logits.shape

@@ -13,6 +13,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from ops.cpu.threads import parallel_kernel
+
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 _S11, _S27, _S30, _S31 = (np.uint64(s) for s in (11, 27, 30, 31))
@@ -25,7 +27,7 @@ def dropout(x, p, seed, key):
     x = np.asarray(x)
     if p == 0:
         return np.array(x, order="C")
-    seed, key, threshold = (np.uint64(v % 2 ** 64) for v in (seed, key, math.ceil(p * 2 ** 53)))
+    seed, key, threshold = (np.uint64(int(v) % 2 ** 64) for v in (seed, key, math.ceil(p * 2 ** 53)))
     out = _dropout_flat(np.ascontiguousarray(x).reshape(-1), seed, key, threshold, x.dtype.type(1 / (1 - p)))
     return out.reshape(x.shape)
 
@@ -38,7 +40,7 @@ def _mix(z):
     return z ^ (z >> _S31)
 
 
-@njit(parallel=True, cache=True)
+@parallel_kernel
 def _dropout_flat(x, seed, key, threshold, scale):
     """x_i * scale where (h_i >> 11) >= threshold = ceil(p 2**53), else 0"""
     stream = _mix(_mix(seed) + key)

@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit, prange
 
 from ops.cpu.layout import rows
+from ops.cpu.threads import parallel_kernel
 
 
 def layer_norm(x, weight=None, bias=None, eps=1e-5):
@@ -46,7 +47,7 @@ def _mean_rstd(x, eps):
     return mean, x.dtype.type(1) / np.sqrt(var / n + eps)
 
 
-@njit(parallel=True, fastmath=True, cache=True)
+@parallel_kernel(fastmath=True)
 def _layer_norm_rows(x, weight, bias, eps):
     y = np.empty_like(x)
     for r in prange(x.shape[0]):
@@ -56,7 +57,7 @@ def _layer_norm_rows(x, weight, bias, eps):
     return y
 
 
-@njit(parallel=True, fastmath=True, cache=True)
+@parallel_kernel(fastmath=True)
 def _layer_norm_backward_rows(g, x, weight, eps):
     dx = np.empty_like(x)
     n = x.dtype.type(x.shape[1])

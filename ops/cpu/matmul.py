@@ -16,6 +16,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from ops.cpu.threads import parallel_kernel
+
 _BLAS_SERIAL_MAX = 2 ** 18     # OpenBLAS's threshold (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD)
 
 
@@ -45,7 +47,7 @@ def _matmul_2d(a, b):
     return out
 
 
-@njit(parallel=True, cache=True)
+@parallel_kernel
 def _matmul_batched(a, b, ia, ib, threaded):
     """out[i] = a[ia[i]] @ b[ib[i]], on numba's threads if `threaded`, else on BLAS's"""
     out = np.empty((ia.size, a.shape[1], b.shape[2]), a.dtype)

@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit, prange
 
 from ops.cpu import mathfn
+from ops.cpu.threads import parallel_kernel
 
 _BLOCK = 512    # columns per thread in the N > 1 loops
 
@@ -60,7 +61,7 @@ def _column_block(t, n, blocks):
     return a, lo, min(lo + _BLOCK, n)
 
 
-@njit(parallel=True, fastmath=True, cache=True)
+@parallel_kernel(fastmath=True)
 def _sum_rows(x):
     """out[a] = sum_k x[a, k]"""
     out = np.empty(x.shape[0], x.dtype)
@@ -72,7 +73,7 @@ def _sum_rows(x):
     return out
 
 
-@njit(parallel=True, fastmath=True, cache=True)
+@parallel_kernel(fastmath=True)
 def _sum_middle(x):
     """out[a, n] = sum_k x[a, k, n]"""
     A, K, N = x.shape
@@ -88,7 +89,7 @@ def _sum_middle(x):
     return out
 
 
-@njit(parallel=True, cache=True)
+@parallel_kernel
 def _max_rows(x):
     """out[a] = max_k x[a, k] for K >= 1"""
     out = np.empty(x.shape[0], x.dtype)
@@ -100,7 +101,7 @@ def _max_rows(x):
     return out
 
 
-@njit(parallel=True, cache=True)
+@parallel_kernel
 def _max_middle(x):
     """out[a, n] = max_k x[a, k, n] for K >= 1"""
     A, K, N = x.shape

@@ -22,6 +22,7 @@ from numba import njit, prange
 
 from ops.cpu import mathfn
 from ops.cpu.layout import rows
+from ops.cpu.threads import parallel_kernel
 
 
 def softmax(x, mask=None, causal=False):
@@ -79,7 +80,7 @@ def _allowed_max(x, allowed, end, lowest):
     return m
 
 
-@njit(parallel=True, fastmath=True, cache=True)
+@parallel_kernel(fastmath=True)
 def _softmax_rows(x, mask_rows, mask_index, causal, tq, lowest):
     R, T = x.shape
     zero = x.dtype.type(0)
@@ -99,7 +100,7 @@ def _softmax_rows(x, mask_rows, mask_index, causal, tq, lowest):
     return y
 
 
-@njit(parallel=True, fastmath=True, cache=True)
+@parallel_kernel(fastmath=True)
 def _softmax_backward_rows(g, y):
     dx = np.empty_like(y)
     for r in prange(y.shape[0]):
@@ -111,7 +112,7 @@ def _softmax_backward_rows(g, y):
     return dx
 
 
-@njit(parallel=True, fastmath=True, cache=True)
+@parallel_kernel(fastmath=True)
 def _log_softmax_rows(x, mask_rows, mask_index, causal, tq, lowest):
     R, T = x.shape
     zero = x.dtype.type(0)
@@ -132,7 +133,7 @@ def _log_softmax_rows(x, mask_rows, mask_index, causal, tq, lowest):
     return y
 
 
-@njit(parallel=True, fastmath=True, cache=True)
+@parallel_kernel(fastmath=True)
 def _log_softmax_backward_rows(g, y, mask_rows, mask_index, causal, tq):
     R, T = y.shape
     zero = y.dtype.type(0)

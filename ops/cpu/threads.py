@@ -1,7 +1,39 @@
-"""Which threading layer Numba's parallel kernels really use (it is chosen on the first parallel call)."""
+"""Threads for Numba's parallel kernels: used only when the work is large enough to pay for them.
+
+A parallel region costs ~1.5 µs on a quiet machine, but when another process holds a core its threads
+wait for one another at every barrier: measured here, tiny kernels went from 3 µs to over 1 ms, and a
+small training step ran 5x slower than on one thread. ``parallel_kernel`` therefore compiles a kernel
+with ``parallel=True`` and runs it on the calling thread alone when its first argument has fewer than
+``PARALLEL_MIN_SIZE`` elements (NUMBA.md: threads pay from ~10-50k elements).
+"""
+import functools
+
 import numba
 import numpy as np
 from numba import njit, prange
+
+PARALLEL_MIN_SIZE = 32_768
+
+
+def parallel_kernel(fn=None, **options):
+    """``@njit(parallel=True, cache=True, **options)`` whose threads are limited to one for small inputs."""
+    if fn is None:
+        return functools.partial(parallel_kernel, **options)
+    kernel = njit(parallel=True, cache=True, **options)(fn)
+
+    @functools.wraps(fn)
+    def run(*args):
+        if args[0].size >= PARALLEL_MIN_SIZE:
+            return kernel(*args)
+        threads = numba.get_num_threads()
+        numba.set_num_threads(1)
+        try:
+            return kernel(*args)
+        finally:
+            numba.set_num_threads(threads)
+
+    run.kernel = kernel
+    return run
 
 
 @njit(parallel=True, cache=True)

@@ -30,8 +30,3 @@ def test_unwritable_cache_is_left_alone(tmp_path):
     (tmp_path / "__pycache__").write_text("a file where the cache folder would be")
     ops.cpu._clear_cache_if_changed(tmp_path)
     ops.cpu._clear_cache_if_changed(tmp_path / "missing")
-
-
-def test_threading_info():
-    layer, threads = ops.cpu.threading_info()
-    assert isinstance(layer, str) and threads >= 1

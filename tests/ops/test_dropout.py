@@ -38,4 +38,4 @@ def test_p_zero_copies_and_bad_p_raises():
         with pytest.raises(ValueError, match="probability"):
             dropout(x, p, 1, 1)
     assert dropout(np.ones((0, 3)), 0.5, 1, 1).shape == (0, 3)
-    assert dropout(np.ones((2, 3)), 0.5, -1, 2 ** 70).shape == (2, 3)     # any Python ints
+    assert dropout(np.ones((2, 3)), 0.5, np.int64(-1), 2 ** 70).shape == (2, 3)     # any integers

@@ -78,7 +78,7 @@ define("stop_gradient", lambda x: (x.shape, x.dtype), cpu=lambda x: x, vjp=lambd
 
 for name, ufunc in [("equal", ew.equal), ("not_equal", ew.not_equal), ("less", ew.less),
                     ("less_equal", ew.less_equal), ("greater", ew.greater), ("greater_equal", ew.greater_equal)]:
-    define(name, comparison, cpu=kernel(ufunc), differentiable=False)
+    define(name, comparison, cpu=kernel(ufunc), flops=per_element(1), differentiable=False)
 for name, ufunc in [("logical_and", ew.logical_and), ("logical_or", ew.logical_or)]:
     define(name, logical, cpu=kernel(ufunc), differentiable=False)
 define("logical_not", logical, cpu=kernel(ew.logical_not), differentiable=False)
