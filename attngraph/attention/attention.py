@@ -7,23 +7,29 @@ from ..errors import ShapeError
 from ..nn import Module
 
 
-def check_mask(mask, scores) -> None:
-    """A mask must broadcast to the scores (..., Tq, Tk) and have its key axis last.
+def key_mask(mask, scores):
+    """The mask made to broadcast against the scores (..., Tq, Tk), checked.
 
-    A padding mask shaped (B, Tk, 1) or (B, 1, Tk, 1) would broadcast against (B, Tq, Tk) when Tq = Tk and
-    silently mask whole query rows instead of keys; it is refused."""
+    A mask with one axis fewer than the scores is a padding mask over keys, (..., Tk): it gets the query
+    axis, (..., 1, Tk). Any other rank must equal the scores'. A mask whose last (key) axis has size 1
+    would mask whole query rows instead of keys — a (B, Tk, 1) for (B, 1, Tk) mix-up — and is refused."""
     if mask is None:
-        return
-    mshape, tk = as_node(mask).shape, as_node(scores).shape[-1]
-    if mshape and mshape[-1] == 1 and tk != 1:
+        return None
+    mshape, sshape = as_node(mask).shape, as_node(scores).shape
+    if len(mshape) == len(sshape) - 1:
+        mask, mshape = F.expand_dims(mask, -2), mshape[:-1] + (1,) + mshape[-1:]
+    elif len(mshape) != len(sshape):
+        raise ShapeError(f"mask of shape {mshape} for scores of shape {sshape}: give a padding mask over keys "
+                         "(..., Tk) or a full mask (..., Tq, Tk)")
+    if mshape[-1] == 1 and sshape[-1] != 1:
         raise ShapeError(f"mask of shape {mshape} has size 1 on its last axis, the key axis: a padding mask "
                          "must mask keys, shaped (B, 1, Tk) or (B, 1, 1, Tk), not (B, Tk, 1)")
+    return mask
 
 
 def attend(scores, values, mask=None, causal: bool = False):
     """weights = softmax(scores, mask); context = weights · values. Fully masked rows give zero context."""
-    check_mask(mask, scores)
-    weights = F.softmax(scores, mask=mask, causal=causal)
+    weights = F.softmax(scores, mask=key_mask(mask, scores), causal=causal)
     F.name(weights, "attention")
     return weights @ values, weights
 
@@ -44,7 +50,6 @@ class Attention(Module):
         single = len(query.shape) == len(keys.shape) - 1
         if single:
             query = F.expand_dims(query, -2)
-            mask = None if mask is None else F.expand_dims(mask, -2)
         context, weights = attend(self.score(query, keys), keys if values is None else values, mask, causal)
         if single:
             return context[..., 0, :], weights[..., 0, :]

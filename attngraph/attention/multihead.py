@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..core import functional as F
 from ..errors import ShapeError
 from ..nn import Dropout, Linear, Module
-from .attention import check_mask
+from .attention import key_mask
 
 
 def split_heads(x, heads: int):
@@ -54,7 +54,7 @@ class MultiHeadAttention(Module):
         q, k, v = (split_heads(w(x), self.heads) for w, x in ((self.w_q, query), (self.w_k, key), (self.w_v, value)))
         mask = head_mask(mask)
         scores = q @ F.swapaxes(k, -1, -2) * (1 / (self.d_model // self.heads) ** 0.5)
-        check_mask(mask, scores)
+        mask = key_mask(mask, scores)
         weights = F.name(F.softmax(scores, mask=mask, causal=causal), "attention")
         return self.w_o(merge_heads(self.dropout(weights) @ v))
 

@@ -16,7 +16,7 @@ from ..core import functional as F
 from ..core.parameter import Parameter
 from ..errors import ShapeError
 from ..nn import Module, init
-from .attention import check_mask
+from .attention import key_mask
 from .multihead import MultiHeadAttention, head_mask, merge_heads, split_heads
 
 
@@ -119,6 +119,6 @@ class RelativeMultiHeadAttention(MultiHeadAttention):
         a_k, a_v = self.relative(q, k)
         scores = (q @ F.swapaxes(k, -1, -2) + per_query(q, F.swapaxes(a_k, -1, -2))) * (1 / math.sqrt(q.shape[-1]))
         mask = head_mask(mask)
-        check_mask(mask, scores)
+        mask = key_mask(mask, scores)
         weights = self.dropout(F.name(F.softmax(scores, mask=mask, causal=causal), "attention"))
         return self.w_o(merge_heads(weights @ v + per_query(weights, a_v)))
