@@ -15,8 +15,8 @@ from .core.functional import (arange, astype, broadcast_to, concat, cross_entrop
                               sigmoid, softmax, split, sqrt, stop_gradient, sum, swapaxes, take, tanh, transpose,
                               where, zeros_like)
 from .core.functional import add, div, mul, pow, sub
-from .errors import (AttnGraphError, BindingError, CheckpointError, DeviceError, DTypeError, NonFiniteError,
-                     ShapeError, TracingError)
+from .errors import (AttnGraphError, BindingError, CheckpointError, DataError, DeviceError, DTypeError,
+                     NonFiniteError, ShapeError, TracingError)
 from .nn import Module
 
 __version__ = "0.1.0"

@@ -31,3 +31,7 @@ class DeviceError(AttnGraphError):
 
 class CheckpointError(AttnGraphError):
     """A checkpoint that cannot be written, read, or loaded into the model."""
+
+
+class DataError(AttnGraphError, ValueError):
+    """A data set that cannot be read, downloaded or encoded."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..core import functional as F
 from ..nn import Module
-from .structured import key_padding_mask
+from .attention import key_mask
 
 
 class AttentionOverAttention(Module):
@@ -28,8 +28,9 @@ class AttentionOverAttention(Module):
 
     def forward(self, document, query, document_mask=None, query_mask=None):
         matching = document @ F.swapaxes(query, -1, -2)
-        alpha_t = F.softmax(F.swapaxes(matching, -1, -2), mask=key_padding_mask(document_mask))
-        beta = F.softmax(matching, mask=key_padding_mask(query_mask))
+        by_query = F.swapaxes(matching, -1, -2)
+        alpha_t = F.softmax(by_query, mask=key_mask(document_mask, by_query))
+        beta = F.softmax(matching, mask=key_mask(query_mask, matching))
         beta_mean = _mean_over_document(beta, document_mask)
         return F.name((F.expand_dims(beta_mean, -2) @ alpha_t)[..., 0, :], "attention")
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 from ..core import functional as F
 from ..nn import Module
 from .attention import attend
-from .structured import key_padding_mask
 
 
 class Coattention(Module):
@@ -33,8 +32,8 @@ class Coattention(Module):
     def forward(self, document, question, document_mask=None, question_mask=None):
         affinity = document @ F.swapaxes(question, -1, -2)
         question_context, question_weights = attend(F.swapaxes(affinity, -1, -2), document,
-                                                    key_padding_mask(document_mask))
+                                                    document_mask)
         F.name(question_weights, "question_attention")
         document_context, _ = attend(affinity, F.concat([question, question_context], -1),
-                                     key_padding_mask(question_mask))
+                                     question_mask)
         return document_context, question_context

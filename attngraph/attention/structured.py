@@ -18,11 +18,6 @@ from ..nn import Linear, Module
 from .attention import attend
 
 
-def key_padding_mask(mask):
-    """A padding mask (..., T), True at real positions, shaped (..., 1, T) to mask keys for every query."""
-    return None if mask is None else F.expand_dims(mask, -2)
-
-
 class StructuredSelfAttention(Module):
     """embedding, weights = StructuredSelfAttention(dim, attention_dim, hops)(hidden, mask=None).
 
@@ -37,7 +32,7 @@ class StructuredSelfAttention(Module):
 
     def forward(self, hidden, mask=None):
         scores = F.swapaxes(self.w_s2(F.tanh(self.w_s1(hidden))), -1, -2)
-        return attend(scores, hidden, key_padding_mask(mask))
+        return attend(scores, hidden, mask)
 
 
 def redundancy_penalty(weights):

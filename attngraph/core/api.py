@@ -16,9 +16,11 @@ from .tracing import Input, Tensor, add_node, add_output, building
 def trace(fn: Callable, **inputs) -> Graph:
     """Call ``fn(**inputs)`` on symbolic tensors and record the graph. Each input is an ``Input`` spec or
     an example array (its shape and dtype are taken). A module's attribute paths become the scopes and
-    parameter names. ``fn`` returns a tensor, a tuple/list of tensors (outputs ``output0``, ...) or a dict."""
+    parameter names (also for a bound method such as ``model.encode``). ``fn`` returns a tensor, or tuples,
+    lists and dicts of them (see ``_named_outputs``)."""
     graph = Graph()
-    root = fn if hasattr(fn, "named_parameters") else None
+    owner = getattr(fn, "__self__", None)
+    root = fn if hasattr(fn, "named_parameters") else owner if hasattr(owner, "named_parameters") else None
     with building(graph, root=root):
         tensors = {key: _input(key, spec) for key, spec in inputs.items()}
         result = fn(**tensors)
@@ -34,14 +36,17 @@ def _input(key: str, spec) -> Tensor:
     return Tensor(add_node("input", (), {}, spec.shape, spec.dtype, name=spec.name or key, scope=""))
 
 
-def _named_outputs(result) -> list[tuple[str, Any]]:
+def _named_outputs(result, prefix: str | None = None) -> list[tuple[str, Any]]:
+    """Flatten what the traced function returned into named outputs: a lone tensor is ``output``; tuples
+    and lists number their items (``output0``, ``output1_0``, ...); dicts use their keys."""
     if isinstance(result, dict):
-        return list(result.items())
+        return [pair for key, value in result.items() for pair in _named_outputs(value, str(key))]
     if isinstance(result, (tuple, list)):
-        return [(f"output{i}", v) for i, v in enumerate(result)]
+        return [pair for i, value in enumerate(result)
+                for pair in _named_outputs(value, f"{prefix}_{i}" if prefix else f"output{i}")]
     if result is None:
         raise TracingError("the traced function returned None; return the tensor(s) to compute")
-    return [("output", result)]
+    return [(prefix or "output", result)]
 
 
 def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:

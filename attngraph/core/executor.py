@@ -156,4 +156,4 @@ def _checked(name: str, node: Node, value, bindings: dict[str, int]) -> np.ndarr
         elif bindings.setdefault(dim, size) != size:
             raise BindingError(f"dimension {dim} is {bindings[dim]} elsewhere but {size} in input {name!r} "
                                f"(shape {array.shape} against {format_shape(node.shape)})")
-    return np.ascontiguousarray(array)
+    return np.require(array, requirements="C")

@@ -9,6 +9,9 @@ class Parameter:
     step) or assigning a new array of the same shape and dtype changes what every compiled graph computes.
     ``name`` is the dotted path the owning module gives it (``encoder.layers.0.attn.w_q.weight``)."""
 
+    __array_priority__ = 100
+    __array_ufunc__ = None      # NumPy defers to the graph operators: ``array @ parameter`` builds a node
+
     def __init__(self, data, trainable: bool = True, name: str | None = None):
         self.data = np.ascontiguousarray(data)
         if self.data.dtype.kind != "f":

@@ -189,6 +189,9 @@ def add_output(value, name: str) -> Node:
 
 def constant(value, dtype=None) -> "Tensor":
     array = np.asarray(value, dtype=dtype)
+    if array.dtype == object:
+        raise TracingError(f"cannot make a constant of {type(value).__name__} {value!r:.80}: pass tensors, "
+                           "arrays or numbers (a tuple of tensors is not a tensor; use ag.concat or stack them)")
     return Tensor(add_node("constant", (), {}, array.shape, array.dtype, value=array, stop_gradient=True))
 
 
@@ -259,6 +262,7 @@ class Tensor:
     ``< <= > >=``, ``.T``, ``.shape``, indexing and slicing. ``==`` stays identity (use ``ag.equal``)."""
 
     __array_priority__ = 100
+    __array_ufunc__ = None      # NumPy defers to our operators: ``array @ tensor`` builds a node
     __slots__ = ("node",)
 
     def __init__(self, node: Node):

@@ -1,2 +1,13 @@
-"""Whole architectures built from ``nn`` and ``attention``, and their registry."""
+"""Whole architectures built from ``nn`` and ``attention``, and their registry.
+
+Importing this package registers every model: ``attngraph.models.names()`` lists them.
+"""
+from . import bert, gpt, han, seq2seq, structured, transformer, vit
+from .bert import BERT, mask_tokens
+from .gpt import GPT
+from .han import HAN
 from .registry import ModelSpec, get, names, register, spec
+from .seq2seq import BahdanauSeq2Seq, LuongSeq2Seq, Seq2Seq
+from .structured import StructuredClassifier
+from .transformer import Transformer
+from .vit import ViT

@@ -32,12 +32,13 @@ class Linear(Module):
 
 
 class Embedding(Module):
-    """A (num_embeddings, dim) table of N(0, 1) rows looked up by integer index."""
+    """A (num_embeddings, dim) table of N(0, std²) rows (std 1 as in PyTorch; GPT-2 uses 0.02) looked up by
+    integer index."""
 
-    def __init__(self, num_embeddings: int, dim: int, dtype="float32", rng=None):
+    def __init__(self, num_embeddings: int, dim: int, std: float = 1.0, dtype="float32", rng=None):
         super().__init__()
         self.num_embeddings, self.dim = num_embeddings, dim
-        self.weight = Parameter(init.normal((num_embeddings, dim), 1.0, dtype, rng))
+        self.weight = Parameter(init.normal((num_embeddings, dim), std, dtype, rng))
 
     def forward(self, indices):
         return F.embedding(self.weight, indices)

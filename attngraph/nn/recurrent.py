@@ -99,6 +99,11 @@ def map_state(f, *states):
     return f(*states)
 
 
+def stack(xs: list, axis: int):
+    """Tensors of one shape stacked along a new ``axis``, as ``np.stack``."""
+    return F.concat([F.expand_dims(x, axis) for x in xs], axis=axis)
+
+
 def join_features(a, b):
     return F.concat([a, b], axis=-1)
 
@@ -113,9 +118,9 @@ class Recurrent(Module):
     state is that of its last real step.
 
     ``states`` (B, T, H), or (B, T, 2H) = [h→_t; h←_t] when bidirectional, is zero at padded steps.
-    ``final`` has the structure of the cell's state: h→ after the last step (GRU) or (h, c) (LSTM); when
-    bidirectional each part is [forward final; backward final], the backward final being its state
-    after t = 0. T must be concrete (see the module docstring).
+    ``final`` is the cell's state after the last step, h (GRU) or (h, c) (LSTM); when bidirectional each
+    part is [forward; backward], the backward direction's last step being t = 0. T must be concrete
+    (see the module docstring).
     """
 
     def __init__(self, cell: Module, backward_cell: Module | None = None):
@@ -151,7 +156,7 @@ class Recurrent(Module):
                 real = F.expand_dims(mask[:, t], -1)
                 state = map_state(lambda n, old: F.where(real, n, old), new, state)
                 outputs[t] = F.where(real, hidden(state), 0.0)
-        return F.concat([F.expand_dims(outputs[t], 1) for t in sorted(outputs)], axis=1), state
+        return stack([outputs[t] for t in sorted(outputs)], axis=1), state
 
     def extra_repr(self) -> str:
         return f"bidirectional={self.bidirectional}"

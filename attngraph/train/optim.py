@@ -1,31 +1,220 @@
-"""Optimizers that update ``Parameter`` arrays in place from a list of gradients."""
+"""Optimizers (SGD, Adam, AdamW), gradient clipping by global norm, and gradient accumulation.
+
+An optimizer holds named parameters in a fixed order and updates ``Parameter.data`` in place, one fused
+Numba kernel per parameter (``ops/cpu/optim.py`` gives the formulas); every compiled graph reads the new
+values on its next call::
+
+    optimizer = AdamW(model, lr=3e-4)                 # a Module, (name, Parameter) pairs or Parameters
+    loss, *grads = step(**batch)                      # grads in the order of optimizer.names
+    norm = clip_grad_norm(grads, max_norm=1.0)
+    optimizer.step(grads)
+
+``step(grads, scale=s)`` applies the update to s·grads without writing the gradients: the ``Trainer``
+passes the clipping factor and the 1/N of gradient accumulation that way. A gradient given as ``None``
+(a parameter the loss does not use) leaves its parameter and state alone.
+
+Gradient accumulation: run N micro-batches, sum their gradients, and step once with scale 1/N. With a
+mean loss over equal-sized micro-batches, that is the gradient of the mean loss over all N·B examples —
+a batch N times larger than fits at once::
+
+    accumulator = GradientAccumulator()
+    for micro_batch in micro_batches:                 # N of them
+        loss, *grads = step(**micro_batch)
+        accumulator.add(grads)
+    optimizer.step(accumulator.grads, scale=1 / accumulator.count)
+    accumulator.reset()
+
+``state_dict()`` holds the step count and every state array (momenta, moments) keyed by parameter name;
+the hyper-parameters are the constructor's arguments and ``config()`` lists them.
+"""
 from __future__ import annotations
 
-from typing import Sequence
+import math
+from typing import Iterable, Sequence
 
 import numpy as np
 
+from ops.cpu import optim as kernels
+
 from ..core.parameter import Parameter
+from ..errors import CheckpointError
 
 
-class Adam:
-    """Adam (Kingma & Ba 2015): m ← β₁m + (1−β₁)g, v ← β₂v + (1−β₂)g², θ ← θ − lr·m̂/(√v̂ + ε), with the
-    bias corrections m̂ = m/(1−β₁ᵗ), v̂ = v/(1−β₂ᵗ)."""
+class Optimizer:
+    """The shared machinery: named parameters, per-parameter state arrays, the step count, checkpoints.
 
-    def __init__(self, params: Sequence[Parameter], lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8):
-        self.params, self.lr, self.betas, self.eps, self.t = list(params), lr, betas, eps, 0
-        self.m = [np.zeros_like(p.data) for p in self.params]
-        self.v = [np.zeros_like(p.data) for p in self.params]
+    A subclass names its state arrays (``state_names``) and hyper-parameters (``hyperparameters``) and
+    defines ``update``, which applies one step to one parameter."""
 
-    def step(self, grads: Sequence[np.ndarray]) -> None:
-        if len(grads) != len(self.params):
-            raise ValueError(f"{len(grads)} gradients for {len(self.params)} parameters")
-        self.t += 1
-        b1, b2 = self.betas
-        step = self.lr * np.sqrt(1 - b2 ** self.t) / (1 - b1 ** self.t)
-        for p, g, m, v in zip(self.params, grads, self.m, self.v):
-            m *= b1
-            m += (1 - b1) * g
-            v *= b2
-            v += (1 - b2) * g * g
-            p.data -= (step * m / (np.sqrt(v) + self.eps)).astype(p.data.dtype)
+    hyperparameters: tuple[str, ...] = ()
+
+    def __init__(self, params, lr: float, state_names: tuple[str, ...] = ()):
+        if lr < 0:
+            raise ValueError(f"learning rate must be >= 0, got {lr}")
+        self.named = _named_parameters(params)
+        self.lr = lr
+        self.steps = 0
+        self.state = {key: [np.zeros_like(p.data) for _, p in self.named] for key in state_names}
+
+    @property
+    def names(self) -> list[str]:
+        return [name for name, _ in self.named]
+
+    def step(self, grads: Sequence[np.ndarray | None], scale: float = 1.0) -> None:
+        """Update every parameter from its gradient (``None``: leave it alone), the gradients aligned
+        with ``names`` and multiplied by ``scale`` on the fly."""
+        if len(grads) != len(self.named):
+            raise ValueError(f"{len(grads)} gradients for {len(self.named)} parameters ({', '.join(self.names)})")
+        for (name, p), g in zip(self.named, grads):
+            if g is not None and np.shape(g) != p.shape:
+                raise ValueError(f"gradient of shape {np.shape(g)} for parameter {name!r} of shape {p.shape}")
+        self.steps += 1
+        for i, ((_, p), g) in enumerate(zip(self.named, grads)):
+            if g is not None:
+                self.update(p.data, g, [arrays[i] for arrays in self.state.values()], scale)
+
+    def update(self, param: np.ndarray, grad: np.ndarray, state: list[np.ndarray], scale: float) -> None:
+        raise NotImplementedError
+
+    def config(self) -> dict:
+        """The optimizer's type and hyper-parameters (JSON-able), for checkpoints and logs."""
+        return {"type": type(self).__name__, "lr": self.lr,
+                **{name: getattr(self, name) for name in self.hyperparameters}}
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Copies of the step count (``steps``) and the state arrays (``<state>/<parameter name>``)."""
+        state = {"steps": np.asarray(self.steps, np.int64)}
+        for key, arrays in self.state.items():
+            state.update({f"{key}/{name}": a.copy() for (name, _), a in zip(self.named, arrays)})
+        return state
+
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        """Restore ``state_dict()``'s content. Every key, shape and dtype is checked first: differences
+        raise ``CheckpointError`` listing them all and leave the optimizer unchanged."""
+        own = self.state_dict()
+        problems = [f"missing: {key}" for key in own if key not in state]
+        problems += [f"unexpected: {key}" for key in state if key not in own]
+        for key in own.keys() & state.keys():
+            value = np.asarray(state[key])
+            if value.shape != own[key].shape or value.dtype != own[key].dtype:
+                problems.append(f"{key}: expected {own[key].shape} {own[key].dtype}, got {value.shape} {value.dtype}")
+        if problems:
+            raise CheckpointError("optimizer state does not fit the optimizer:\n  " + "\n  ".join(sorted(problems)))
+        self.steps = int(state["steps"])
+        for key, arrays in self.state.items():
+            for (name, _), a in zip(self.named, arrays):
+                a[...] = state[f"{key}/{name}"]
+
+    def __repr__(self) -> str:
+        settings = ", ".join(f"{k}={v!r}" for k, v in self.config().items() if k != "type")
+        return f"{type(self).__name__}({len(self.named)} parameters, {settings})"
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with momentum μ, Nesterov momentum and L2 weight decay λ (PyTorch's
+    form, Sutskever et al. 2013): b ← μ·b + g, θ ← θ − η·(g + μ·b) with Nesterov, else θ ← θ − η·b."""
+
+    hyperparameters = ("momentum", "nesterov", "weight_decay")
+
+    def __init__(self, params, lr: float, momentum: float = 0.0, nesterov: bool = False, weight_decay: float = 0.0):
+        if nesterov and not momentum:
+            raise ValueError("Nesterov momentum needs momentum > 0")
+        super().__init__(params, lr, ("momentum_buffer",) if momentum else ())
+        self.momentum, self.nesterov, self.weight_decay = momentum, nesterov, weight_decay
+
+    def update(self, param, grad, state, scale):
+        kernels.sgd(param, grad, state[0] if state else None, self.lr, self.momentum, self.weight_decay,
+                    self.nesterov, scale)
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba 2015) with bias-corrected moments; ``weight_decay`` λ adds λθ to the gradient
+    (L2 regularization, as PyTorch's Adam): m ← β₁m + (1−β₁)g, v ← β₂v + (1−β₂)g²,
+    θ ← θ − η/(1−β₁ᵗ) · m / (√v/√(1−β₂ᵗ) + ε)."""
+
+    hyperparameters = ("betas", "eps", "weight_decay")
+    kernel = staticmethod(kernels.adam)
+
+    def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0):
+        super().__init__(params, lr, ("m", "v"))
+        self.betas, self.eps, self.weight_decay = tuple(betas), eps, weight_decay
+
+    def update(self, param, grad, state, scale):
+        m, v = state
+        self.kernel(param, grad, m, v, self.lr, self.steps, self.betas, self.eps, self.weight_decay, scale)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter 2019): θ ← θ·(1 − ηλ) before the Adam step,
+    so the decay is not rescaled by the moments. PyTorch's default λ = 0.01."""
+
+    kernel = staticmethod(kernels.adamw)
+
+    def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.01):
+        super().__init__(params, lr, betas, eps, weight_decay)
+
+
+class GradientAccumulator:
+    """Sums the gradients of successive micro-batches (see the module's docstring). The first gradients
+    are kept as given and copied only when a second set is added, so a single micro-batch costs nothing."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        self.grads: list[np.ndarray | None] | None = None
+        self.count = 0
+
+    def add(self, grads: Sequence[np.ndarray | None]) -> None:
+        if self.grads is None:
+            self.grads = list(grads)
+        else:
+            if self.count == 1:
+                self.grads = [None if g is None else np.array(g, copy=True) for g in self.grads]
+            for total, g in zip(self.grads, grads):
+                if total is not None:
+                    total += g
+        self.count += 1
+
+
+def global_norm(grads: Iterable[np.ndarray | None]) -> float:
+    """‖g‖ = √(Σᵢ ‖gᵢ‖²) over every gradient array (None skipped), accumulated in float64."""
+    return math.sqrt(sum(kernels.sum_of_squares(g) for g in grads if g is not None))
+
+
+def clip_factor(norm: float, max_norm: float) -> float:
+    """The factor that brings a gradient of norm ``norm`` down to ``max_norm``: min(1, max_norm / (norm + 1e-6)),
+    PyTorch's ``clip_grad_norm_`` rule (Pascanu et al. 2013)."""
+    return min(1.0, max_norm / (norm + 1e-6))
+
+
+def clip_grad_norm(grads: Sequence[np.ndarray | None], max_norm: float) -> float:
+    """Scale the gradients in place so that their global norm is at most ``max_norm``; returns the norm
+    before clipping. (``optimizer.step(grads, scale=clip_factor(global_norm(grads), max_norm))`` does the same
+    without writing the gradients.)"""
+    norm = global_norm(grads)
+    factor = clip_factor(norm, max_norm)
+    if factor < 1:
+        for g in grads:
+            if g is not None:
+                g *= g.dtype.type(factor)
+    return norm
+
+
+def _named_parameters(params) -> list[tuple[str, Parameter]]:
+    """The trainable parameters of a Module, or a list of (name, Parameter) pairs, or of Parameters
+    (named by position, "0", "1", ...), checked to be distinct and distinctly named."""
+    if hasattr(params, "named_parameters"):
+        named = [(name, p) for name, p in params.named_parameters() if p.trainable]
+    else:
+        named = [item if isinstance(item, tuple) else (str(i), item) for i, item in enumerate(params)]
+    for name, p in named:
+        if not isinstance(p, Parameter):
+            raise TypeError(f"an optimizer takes Parameters, got {type(p).__name__} for {name!r}")
+    if len({name for name, _ in named}) != len(named) or len({id(p) for _, p in named}) != len(named):
+        raise ValueError("an optimizer's parameters must be distinct and distinctly named")
+    if not named:
+        raise ValueError("an optimizer needs at least one trainable parameter")
+    return named

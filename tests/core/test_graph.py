@@ -114,3 +114,31 @@ def test_dropout_is_identity_in_eval_mode():
     graph = ag.trace(drop, x=x)
     assert not any(n.op == "dropout" for n in graph.nodes)
     np.testing.assert_array_equal(graph.compile()(x=x), x)
+
+
+def test_nested_outputs_are_flattened_with_names():
+    graph = ag.trace(lambda x: (x, (x * 2, x * 3), {"named": x * 4}), x=ag.Input((2,)))
+    assert graph.output_names == ["output0", "output1_0", "output1_1", "named"]
+    outputs = graph.compile()(x=np.ones(2, np.float32))
+    np.testing.assert_array_equal(outputs[2], [3, 3])
+
+
+def test_numpy_arrays_on_the_left_of_operators_build_nodes():
+    lin = ag.nn.Linear(3, 2)
+    graph = ag.trace(lambda x: np.ones((2, 3), np.float32) @ lin.weight + np.ones(2, np.float32) * x,
+                     x=np.zeros(2, np.float32))
+    np.testing.assert_allclose(graph.compile()(x=np.ones(2, np.float32)), np.ones((2, 3)) @ lin.weight.data + 1,
+                               rtol=1e-6)
+
+
+def test_tracing_a_bound_method_names_parameters_by_their_path():
+    class Model(ag.Module):
+        def __init__(self):
+            super().__init__()
+            self.src_embed = ag.nn.Embedding(5, 3)
+
+        def encode(self, tokens):
+            return self.src_embed(tokens)
+
+    graph = ag.trace(Model().encode, tokens=ag.Input((2,), "int64"))
+    assert list(graph.parameters) == ["src_embed.weight"]

@@ -1,0 +1,88 @@
+"""Transformer layers (Vaswani et al. 2017), shared by the transformer, GPT, BERT and ViT.
+
+Every sub-layer (self-attention, cross-attention, the position-wise feed-forward network) sits in a
+residual connection with layer normalization, placed one of two ways:
+
+    post-norm (the paper):                         x ← LN(x + Dropout(sublayer(x)))
+    pre-norm  (GPT-2, ViT; Xiong et al. 2020):     x ← x + Dropout(sublayer(LN(x)))
+
+Pre-norm leaves the residual stream unnormalized, so a pre-norm stack ends with one more LayerNorm.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..attention import MultiHeadAttention
+from ..core import functional as F
+from ..nn import MLP, Dropout, LayerNorm, Module, ModuleList
+
+
+class EncoderLayer(Module):
+    """x ← sublayer(x) for self-attention then the feed-forward network FFN(x) = W₂ act(W₁x + b₁) + b₂
+    (d_model → d_ff → d_model at every position; act is ReLU in the paper, GELU in GPT, BERT and ViT).
+
+    ``layer(x, mask=None, causal=False)``: x (B, T, d_model), ``mask`` a (B, T) padding mask or anything
+    ``MultiHeadAttention`` takes; ``causal`` makes it a decoder-only (GPT) layer."""
+
+    def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.0, pre_norm: bool = False,
+                 activation: Callable = F.relu, rng=None):
+        super().__init__()
+        self.pre_norm = pre_norm
+        self.self_attn = MultiHeadAttention(d_model, heads, dropout, rng=rng)
+        self.self_attn_norm = LayerNorm(d_model)
+        self.ffn = MLP([d_model, d_ff, d_model], activation, dropout, rng=rng)
+        self.ffn_norm = LayerNorm(d_model)
+        self.dropout = Dropout(dropout)
+
+    def residual(self, x, sublayer: Callable, norm: LayerNorm):
+        if self.pre_norm:
+            return x + self.dropout(sublayer(norm(x)))
+        return norm(x + self.dropout(sublayer(x)))
+
+    def forward(self, x, mask=None, causal: bool = False):
+        x = self.residual(x, lambda h: self.self_attn(h, h, h, mask=mask, causal=causal), self.self_attn_norm)
+        return self.residual(x, self.ffn, self.ffn_norm)
+
+
+class DecoderLayer(EncoderLayer):
+    """Causal self-attention, then cross-attention to the encoder's output ``memory``, then the
+    feed-forward network, each in its residual connection.
+
+    ``layer(x, memory, memory_mask=None)``: x (B, T, d_model), memory (B, S, d_model), ``memory_mask``
+    the source's (B, S) padding mask."""
+
+    def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.0, pre_norm: bool = False,
+                 activation: Callable = F.relu, rng=None):
+        super().__init__(d_model, heads, d_ff, dropout, pre_norm, activation, rng)
+        self.cross_attn = MultiHeadAttention(d_model, heads, dropout, rng=rng)
+        self.cross_attn_norm = LayerNorm(d_model)
+
+    def forward(self, x, memory, memory_mask=None):
+        x = self.residual(x, lambda h: self.self_attn(h, h, h, causal=True), self.self_attn_norm)
+        x = self.residual(x, lambda h: self.cross_attn(h, memory, memory, mask=memory_mask), self.cross_attn_norm)
+        return self.residual(x, self.ffn, self.ffn_norm)
+
+
+class Encoder(Module):
+    """A stack of ``layers`` encoder layers (their arguments as ``EncoderLayer``), with a final LayerNorm
+    when pre-norm. ``encoder(x, mask=None, causal=False)`` passes its arguments to every layer."""
+
+    layer = EncoderLayer
+
+    def __init__(self, layers: int, d_model: int, heads: int, d_ff: int, dropout: float = 0.0,
+                 pre_norm: bool = False, activation: Callable = F.relu, rng=None):
+        super().__init__()
+        self.layers = ModuleList(self.layer(d_model, heads, d_ff, dropout, pre_norm, activation, rng)
+                                 for _ in range(layers))
+        self.norm = LayerNorm(d_model) if pre_norm else None
+
+    def forward(self, x, *args, **kwargs):
+        for layer in self.layers:
+            x = layer(x, *args, **kwargs)
+        return x if self.norm is None else self.norm(x)
+
+
+class Decoder(Encoder):
+    """A stack of decoder layers: ``decoder(x, memory, memory_mask=None)``."""
+
+    layer = DecoderLayer

@@ -1,0 +1,96 @@
+"""Small seeded synthetic tasks that give every registered model a batch to learn from.
+
+Each needs one of the mechanisms of its model: reversal needs attention to the mirrored source position,
+counting needs the previous tokens, keyword detection needs attention pooling to find one token, the
+quadrant task needs patches compared across the image.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import functional as F
+from .tokens import BOS, EOS, FIRST, PAD, pad
+
+
+def reversal(rng: np.random.Generator, size: int, length: int, vocab: int) -> dict[str, np.ndarray]:
+    """Sequence reversal with padding: src = x₁ … x_n (1 ≤ n ≤ length, ordinary tokens < vocab),
+    tgt_in = BOS x_n … x₁ and tgt_out = x_n … x₁ EOS, each padded to length + 1."""
+    sources = [rng.integers(FIRST, vocab, rng.integers(1, length + 1)) for _ in range(size)]
+    return dict(src=pad(sources, length),
+                tgt_in=pad([[BOS, *s[::-1]] for s in sources], length + 1),
+                tgt_out=pad([[*s[::-1], EOS] for s in sources], length + 1))
+
+
+def reversal_batch(length: int):
+    """The registry's ``batch(model, rng, size)`` for an encoder-decoder (with ``src_embed`` and
+    ``tgt_embed``): reversal of sources up to ``length`` tokens drawn from both vocabularies."""
+    def batch(model, rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:
+        return reversal(rng, size, length, min(model.src_embed.num_embeddings, model.tgt_embed.num_embeddings))
+    return batch
+
+
+def reversal_loss(model, src, tgt_in, tgt_out):
+    """Teacher forcing: mean cross-entropy of each next target token over the real (non-PAD) targets."""
+    return F.cross_entropy(model(src, tgt_in), tgt_out, ignore_index=PAD)
+
+
+def counting(rng: np.random.Generator, size: int, length: int, vocab: int) -> np.ndarray:
+    """(size, length) rows a, a + s, a + 2s, … over the ordinary tokens (wrapping around below vocab),
+    with random start a and step s ∈ {1, 2, 3}: every token follows from the two before it."""
+    span = vocab - FIRST
+    start = rng.integers(0, span, (size, 1))
+    step = rng.integers(1, 4, (size, 1))
+    return FIRST + (start + step * np.arange(length)) % span
+
+
+KEYWORD = FIRST
+
+
+def words(rng: np.random.Generator, length: int, vocab: int) -> np.ndarray:
+    """1 … length random ordinary tokens other than the keyword."""
+    return rng.integers(KEYWORD + 1, vocab, rng.integers(1, length + 1))
+
+
+def plant_keyword(rng: np.random.Generator, rows: list[np.ndarray]) -> None:
+    """Put the keyword at a random position of one of ``rows``."""
+    row = rows[rng.integers(len(rows))]
+    row[rng.integers(len(row))] = KEYWORD
+
+
+def keyword_sequences(rng: np.random.Generator, size: int, length: int,
+                      vocab: int) -> tuple[np.ndarray, np.ndarray]:
+    """Padded rows of 1 … length ordinary tokens, and labels: 1 when the row holds the keyword (half of
+    them, at a random place), else 0. Returns tokens (size, length) and labels (size,)."""
+    labels = rng.integers(0, 2, size)
+    rows = [words(rng, length, vocab) for _ in labels]
+    for row, label in zip(rows, labels):
+        if label:
+            plant_keyword(rng, [row])
+    return pad(rows, length), labels
+
+
+def keyword_documents(rng: np.random.Generator, size: int, sentences: int, length: int,
+                      vocab: int) -> tuple[np.ndarray, np.ndarray]:
+    """Documents of 1 … ``sentences`` sentences of 1 … ``length`` tokens, padded to (size, sentences,
+    length), and labels: 1 when one of the sentences holds the keyword (half of them), else 0."""
+    labels = rng.integers(0, 2, size)
+    documents = np.full((size, sentences, length), PAD, np.int64)
+    for document, label in zip(documents, labels):
+        rows = [words(rng, length, vocab) for _ in range(rng.integers(1, sentences + 1))]
+        if label:
+            plant_keyword(rng, rows)
+        document[:len(rows)] = pad(rows, length)
+    return documents, labels
+
+
+def quadrant_images(rng: np.random.Generator, size: int, channels: int,
+                    image_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Noisy float32 images (size, channels, image_size, image_size) with one brighter quadrant, and the
+    index of that quadrant (0-3, row by row) as the label."""
+    labels = rng.integers(0, 4, size)
+    images = (0.5 * rng.standard_normal((size, channels, image_size, image_size))).astype(np.float32)
+    half = image_size // 2
+    for image, label in zip(images, labels):
+        row, column = divmod(label, 2)
+        image[:, row * half:(row + 1) * half, column * half:(column + 1) * half] += 1
+    return images, labels

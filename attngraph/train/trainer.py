@@ -1,0 +1,233 @@
+"""``Trainer``: trace a model's loss once, compile forward and backward, and run the training loop.
+
+    trainer = Trainer(model, loss_fn, AdamW(model, lr=3e-4), schedule=CosineDecay(3e-4, 2000, 100),
+                      clip=1.0, eval_every=100, eval_fn=evaluate, patience=5, metrics_path="run/metrics.jsonl")
+    history = trainer.fit(batches, steps=2000)      # batches(rng) -> {input name: array}
+    trainer.save("run/last")                        # resume later: trainer.load("run/last"); trainer.fit(...)
+
+``loss_fn(model, **batch)`` returns the scalar loss, or a dict holding ``"loss"`` and other scalars to log
+(an accuracy, a penalty). It is traced once — on ``inputs`` (``ag.Input`` specs, for batches whose sizes
+vary) or else on the first batch's shapes — differentiated with respect to the optimizer's parameters,
+and compiled for ``device``.
+
+Randomness is a function of (seed, step, micro-batch): micro-batch k of optimizer step t is drawn by
+``batches(np.random.default_rng(s))`` and dropout's masks are seeded by ``s'``, where s and s' are
+children of ``np.random.SeedSequence([seed, t, k])``. So the same seed gives the same loss curve, and a
+run resumed from a checkpoint (which stores the seed and the step) repeats the uninterrupted run exactly.
+
+Each step appends a JSON line to ``metrics_path`` (``kind`` "train": step, loss, lr, grad_norm, seconds,
+examples or tokens per second, the loss_fn's other scalars; ``kind`` "eval": step and ``eval_fn``'s
+metrics) and passes the same record to every callback, ``callback(trainer, record)``; a callback may call
+``trainer.request_stop()``. Every ``eval_every`` steps ``eval_fn(model)`` runs with the model in eval mode;
+early stopping ends the run after ``patience`` evaluations without improvement of ``monitor``. A tqdm bar
+shows loss, lr and throughput when stderr is a terminal (``progress=None``), always (True) or never
+(False); otherwise the trainer only logs (``logging``), it never prints. Every ``checkpoint_every``
+steps, after the evaluation, the checkpoint at ``checkpoint_path`` is replaced (atomically).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..core.api import trace
+from ..core.tracing import Input
+from ..errors import AttnGraphError, CheckpointError
+from . import checkpoint
+from .optim import GradientAccumulator, Optimizer, clip_factor, global_norm
+from .schedules import Schedule
+
+logger = logging.getLogger(__name__)
+
+
+class Trainer:
+    """Minimizes ``loss_fn(model, **batch)`` with ``optimizer``; the module docstring describes the loop.
+
+    schedule: the learning rate of each step (default: the optimizer's, constant). inputs: ``ag.Input``
+    specs of the batch (default: the first batch's shapes). clip: the largest global gradient norm.
+    accumulate: micro-batches per optimizer step. eval_every, eval_fn(model) -> {metric: value}, monitor,
+    mode ("min"/"max"), patience: evaluation and early stopping. callbacks: ``callback(trainer, record)``.
+    metrics_path: the JSONL file. checkpoint_every, checkpoint_path: periodic checkpoints. tokens(batch):
+    its token count, to report tokens rather than examples per second. seed: of batches and dropout.
+    progress: the tqdm bar (None: when stderr is a terminal). model_info: the model's name and config,
+    stored in checkpoints.
+    """
+
+    def __init__(self, model, loss_fn: Callable, optimizer: Optimizer, *, schedule: Schedule | None = None,
+                 inputs: dict[str, Input] | None = None, device: str = "cpu", clip: float | None = None,
+                 accumulate: int = 1, eval_every: int | None = None, eval_fn: Callable | None = None,
+                 monitor: str = "val_loss", mode: str = "min", patience: int | None = None,
+                 callbacks: Sequence[Callable] = (), metrics_path=None, checkpoint_every: int | None = None,
+                 checkpoint_path=None, tokens: Callable | None = None, seed: int = 0,
+                 progress: bool | None = None, model_info: dict | None = None):
+        if accumulate < 1:
+            raise ValueError(f"accumulate must be >= 1, got {accumulate}")
+        if mode not in ("min", "max"):
+            raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
+        if (eval_every is not None or patience is not None) and eval_fn is None:
+            raise ValueError("eval_every and patience need an eval_fn")
+        if (checkpoint_every is None) != (checkpoint_path is None):
+            raise ValueError("checkpoint_every and checkpoint_path go together")
+        self.model, self.loss_fn, self.optimizer, self.schedule = model, loss_fn, optimizer, schedule
+        self.inputs, self.device, self.clip, self.accumulate = inputs, device, clip, accumulate
+        self.eval_every, self.eval_fn, self.patience = eval_every, eval_fn, patience
+        self.monitor, self.mode = monitor, mode
+        self.callbacks, self.tokens, self.seed, self.progress = list(callbacks), tokens, seed, progress
+        self.metrics_path = None if metrics_path is None else Path(metrics_path)
+        self.checkpoint_every, self.checkpoint_path = checkpoint_every, checkpoint_path
+        self.model_info = model_info
+        self.history: list[dict] = []
+        self.best: dict | None = None          # {"step", "value"} of the best evaluation of `monitor`
+        self.evals_without_improvement = 0
+        self._stop = False
+        self._executable = None
+        self._metrics: list[str] = []          # names of the loss_fn's other scalars: outputs 1, 2, ...
+        self._slots: list[int | None] = []     # per optimizer parameter: its gradient's output index
+
+    @property
+    def step(self) -> int:
+        """Optimizer steps taken so far (restored by ``load``)."""
+        return self.optimizer.steps
+
+    def request_stop(self) -> None:
+        """End ``fit`` after the current step."""
+        self._stop = True
+
+    def fit(self, batches: Callable[[np.random.Generator], dict], steps: int) -> list[dict]:
+        """Train until ``steps`` optimizer steps have been taken in all (a resumed run continues from its
+        step), or early stopping or a callback ends it; returns the records of this call."""
+        self._stop, start = False, len(self.history)
+        bar = tqdm(total=steps, initial=self.step, unit="step", dynamic_ncols=True,
+                   disable=None if self.progress is None else not self.progress)
+        with bar:
+            while self.step < steps and not self._stop:
+                record = self._train_step(batches)
+                self._emit(record)
+                bar.update(1)
+                bar.set_postfix(loss=f"{record['loss']:.4f}", lr=f"{record['lr']:.3g}",
+                                **{k.removesuffix("_per_second") + "/s": f"{v:.0f}" for k, v in record.items()
+                                   if k.endswith("_per_second")})
+                if self.eval_every and self.step % self.eval_every == 0:
+                    self.evaluate()
+                if self.checkpoint_every and self.step % self.checkpoint_every == 0:
+                    self.save(self.checkpoint_path)
+        return self.history[start:]
+
+    def evaluate(self) -> dict:
+        """Run ``eval_fn(model)`` in eval mode, record its metrics, and update early stopping."""
+        training = self.model.training
+        self.model.eval()
+        try:
+            metrics = {k: float(v) for k, v in self.eval_fn(self.model).items()}
+        finally:
+            self.model.train(training)
+        record = {"kind": "eval", "step": self.step, **metrics}
+        logger.info("step %d: %s", self.step, ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
+        if self.patience is not None:
+            self._early_stopping(metrics)
+        self._emit(record)
+        return record
+
+    def save(self, path) -> Path:
+        """A checkpoint of the model, the optimizer and the trainer's state (step, seed, schedule, early
+        stopping), from which ``load`` resumes exactly."""
+        state = {"step": self.step, "rng": {"seed": self.seed, "scheme": "SeedSequence([seed, step, micro_batch])"},
+                 "schedule": None if self.schedule is None else self.schedule.config(),
+                 "early_stopping": {"best": self.best, "evals_without_improvement": self.evals_without_improvement},
+                 "model": self.model_info}
+        return checkpoint.save(path, self.model, self.optimizer, state)
+
+    def load(self, path) -> dict:
+        """Restore a checkpoint written by ``save`` into the model, the optimizer and this trainer."""
+        saved = checkpoint.read(path)
+        meta = saved.metadata
+        if not isinstance(meta.get("rng"), dict) or not isinstance(meta.get("early_stopping"), dict):
+            raise CheckpointError(f"{path} holds no trainer state; load it with attngraph.train.checkpoint.load")
+        checkpoint.restore(saved, self.model, self.optimizer)
+        self.seed = meta["rng"]["seed"]
+        self.best = meta["early_stopping"]["best"]
+        self.evals_without_improvement = meta["early_stopping"]["evals_without_improvement"]
+        return meta
+
+    def _train_step(self, batches) -> dict:
+        t = self.step + 1
+        if self.schedule is not None:
+            self.optimizer.lr = self.schedule(t)
+        started = time.perf_counter()
+        accumulator, losses, extras, count = GradientAccumulator(), [], {}, 0
+        for k in range(self.accumulate):
+            batch_seed, dropout_seed = np.random.SeedSequence([self.seed, t, k]).spawn(2)
+            batch = batches(np.random.default_rng(batch_seed))
+            outputs = self._run(batch, dropout_seed)
+            losses.append(float(outputs[0]))
+            for name, value in zip(self._metrics, outputs[1:]):
+                extras[name] = extras.get(name, 0.0) + float(value) / self.accumulate
+            accumulator.add([None if i is None else outputs[i] for i in self._slots])
+            count += self.tokens(batch) if self.tokens else len(next(iter(batch.values())))
+        norm = global_norm(accumulator.grads) / self.accumulate
+        factor = clip_factor(norm, self.clip) if self.clip is not None else 1.0
+        self.optimizer.step(accumulator.grads, scale=factor / self.accumulate)
+        seconds = time.perf_counter() - started
+        unit = "tokens" if self.tokens else "examples"
+        return {"kind": "train", "step": t, "loss": float(np.mean(losses)), "lr": self.optimizer.lr,
+                "grad_norm": norm, **extras, "seconds": seconds, f"{unit}_per_second": count / seconds}
+
+    def _run(self, batch: dict, dropout_seed: np.random.SeedSequence) -> tuple:
+        if self._executable is None:
+            self._compile(batch)
+        if "rng_seed" in self._executable.graph.inputs:
+            batch = {**batch, "rng_seed": np.int64(dropout_seed.generate_state(1, np.uint64)[0] >> np.uint64(1))}
+        return self._executable(**batch)
+
+    def _compile(self, batch: dict) -> None:
+        """Trace the objective, differentiate it with respect to the optimizer's parameters, compile."""
+        def objective(**inputs):
+            result = self.loss_fn(self.model, **inputs)
+            result = dict(result) if isinstance(result, dict) else {"loss": result}
+            if "loss" not in result:
+                raise AttnGraphError(f"loss_fn must return the loss or a dict with a 'loss', not {sorted(result)}")
+            return {"loss": result.pop("loss"), **result}
+
+        graph = trace(objective, **(self.inputs or batch))
+        for node in graph.outputs:
+            if node.shape != ():
+                raise AttnGraphError(f"loss_fn's output {node.name!r} has shape {node.shape}; the Trainer logs "
+                                     "scalars only (compute other outputs in eval_fn)")
+        position = {id(p): i for i, (_, p) in enumerate(self.optimizer.named)}
+        wrt = [node for node in graph.parameters.values() if id(node.value) in position]
+        if not wrt:
+            raise AttnGraphError("the loss uses none of the optimizer's parameters")
+        self._executable = graph.grad(wrt, output="loss").compile(self.device)
+        self._metrics = graph.output_names[1:]
+        self._slots = [None] * len(self.optimizer.named)
+        for j, node in enumerate(wrt):          # the gradients follow the graph's own outputs, in wrt's order
+            self._slots[position[id(node.value)]] = len(graph.outputs) + j
+
+    def _early_stopping(self, metrics: dict) -> None:
+        if self.monitor not in metrics:
+            raise AttnGraphError(f"early stopping monitors {self.monitor!r}, which eval_fn did not return "
+                                 f"(it returned {sorted(metrics)})")
+        value = metrics[self.monitor]
+        better = self.best is None or (value < self.best["value"] if self.mode == "min" else value > self.best["value"])
+        if better:
+            self.best, self.evals_without_improvement = {"step": self.step, "value": value}, 0
+        else:
+            self.evals_without_improvement += 1
+            if self.evals_without_improvement >= self.patience:
+                logger.info("early stopping at step %d: %s has not improved on %.4g (step %d) for %d evaluations",
+                            self.step, self.monitor, self.best["value"], self.best["step"], self.patience)
+                self.request_stop()
+
+    def _emit(self, record: dict) -> None:
+        self.history.append(record)
+        if self.metrics_path is not None:
+            self.metrics_path.parent.mkdir(parents=True, exist_ok=True)
+            with self.metrics_path.open("a") as f:
+                f.write(json.dumps(record) + "\n")
+        for callback in self.callbacks:
+            callback(self, record)
