@@ -142,7 +142,7 @@ def user_source() -> str:
 
 @lru_cache(maxsize=None)
 def _in_engine(filename: str) -> bool:
-    return os.path.abspath(filename).startswith(_ENGINE_DIR)
+    return os.path.abspath(filename).startswith(_ENGINE_DIR + os.sep)
 
 
 @lru_cache(maxsize=None)
