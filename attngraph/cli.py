@@ -1,54 +1,320 @@
-"""The ``attngraph`` command (also ``python -m attngraph``)."""
+"""The ``attngraph`` command (also ``python -m attngraph``).
+
+    attngraph models                                   the registry
+    attngraph summary MODEL [--depth N] [--dim T=128]  module tree, parameters, FLOPs, memory
+    attngraph render MODEL --out FILE [--depth N] [--view backward] [--roll] [--dim T=128]
+    attngraph check-grads MODEL                        gradcheck every parameter, tiny float64 configuration
+    attngraph demo [NAME] [demo options]               train a demo and write its pictures
+    attngraph info                                     versions, threading, CUDA, graphviz
+    attngraph warmup [--dtype float32]                 compile every kernel into numba's cache
+
+MODEL is a registry name or ``path/to/file.py:NAME``, where NAME is a ``ModelSpec`` (every command works
+with it) or a function of the ``--config`` settings returning a traced ``Graph`` (render and summary).
+``--config key=value`` (repeatable) changes a setting (values are Python literals, else strings); ``--tiny``
+starts from the model's tiny configuration. Bad arguments print the usage and exit with 2; an error while
+working prints one line and exits with 1.
+"""
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
+import importlib.metadata
+import importlib.util
+import os
 import platform
 import shutil
 import sys
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from .errors import AttnGraphError
 
 
-def _info(args) -> int:
-    import numba
-    import numpy as np
-
-    from ops.cpu import threading_info
-
-    layer, threads = threading_info()
-    rows = [("attngraph", _version()), ("python", platform.python_version()), ("numpy", np.__version__),
-            ("numba", numba.__version__), ("numba threading layer", layer), ("numba threads", threads),
-            ("graphviz dot", shutil.which("dot") or "not found (apt-get install graphviz)")]
-    for key, value in rows:
-        print(f"{key:<24} {value}")
+def _models(args) -> int:
+    from . import models
+    for name in models.names():
+        spec = models.spec(name)
+        print(f"{name:<20} {spec.description}")
+        print(f"{'':<20} " + ", ".join(f"{k}={v}" for k, v in spec.defaults.items()))
     return 0
+
+
+def _summary(args) -> int:
+    print(_checked_graph(args).summary(depth=args.depth, **args.dim))
+    return 0
+
+
+def _render(args) -> int:
+    from .render import render_graph
+    path = render_graph(_checked_graph(args), args.out, view=args.view, depth=args.depth, roll=args.roll,
+                        parameter_nodes=args.parameter_nodes, **args.dim)
+    print(f"wrote {path}")
+    return 0
+
+
+def _check_grads(args) -> int:
+    from . import models
+    from .inspect import gradcheck_parameters
+    spec = _spec(args)
+    model = models.get(spec.name, tiny=True, **args.config).astype(np.float64).eval()
+    batch = {k: v.astype(np.float64) if v.dtype.kind == "f" else v
+             for k, v in spec.batch(model, np.random.default_rng(args.seed), 2).items()}
+    report = gradcheck_parameters(lambda *xs: spec.loss(model, **dict(zip(batch, xs))), model, *batch.values())
+    print(report)
+    print(f"{len(report.entries)} parameters of {spec.name} (tiny, float64): "
+          + ("all gradients match" if report.ok else "GRADIENT MISMATCH"))
+    return 0 if report.ok else 1
 
 
 def _demo(args) -> int:
     from .demos import DEFAULT, DEMOS
     name = args.name or DEFAULT
     if name not in DEMOS:
-        print(f"attngraph demo: unknown demo {name!r}; choose from {', '.join(DEMOS)}", file=sys.stderr)
-        return 2
+        args.parser.error(f"unknown demo {name!r}; choose from {', '.join(DEMOS)}")
     importlib.import_module(f"attngraph.demos.{name}").main(args.rest)
     return 0
 
 
-def _version() -> str:
-    from . import __version__
-    return __version__
+def _info(args) -> int:
+    from ops.cpu.threads import threading_info
+    layer, threads = threading_info()
+    rows = [("attngraph", _version("attngraph")), ("python", platform.python_version())]
+    rows += [(package, _version(package)) for package in ("numpy", "numba", "llvmlite", "scipy", "networkx",
+                                                          "graphviz", "tqdm", "matplotlib")]
+    rows += [("numba threading layer", layer), ("numba threads", threads), ("CUDA", _cuda()),
+             ("graphviz dot", shutil.which("dot") or "not found: SVG needs it (apt-get install graphviz, "
+                                                     "brew install graphviz, conda install graphviz)")]
+    for key, value in rows:
+        print(f"{key:<24} {value}")
+    return 0
+
+
+def _warmup(args) -> int:
+    from tqdm import tqdm
+
+    from .core.primitive import REGISTRY
+    covered = set()
+    work = [(program, dtype) for dtype in args.dtype for program in _programs()]
+    for program, dtype in tqdm(work, desc="compiling kernels", disable=None):
+        graph, feeds = _exercise(program, np.dtype(dtype))
+        graph.compile()(**feeds)
+        covered |= {n.op for n in graph.nodes}
+    missing = sorted(set(REGISTRY) - covered)
+    print(f"compiled the kernels of {len(REGISTRY) - len(missing)} primitives for {', '.join(args.dtype)}"
+          + (f"; not exercised: {', '.join(missing)}" if missing else ""))
+    return 0
+
+
+def _programs() -> list:
+    """Small functions of (x, y, tokens, table) that together use every primitive, forward and backward."""
+    import attngraph as ag
+
+    def elementwise(x, y, tokens, table):
+        h = ag.where(x > y, ag.gelu(x), ag.gelu(y, approximate="none")) + ag.maximum(x, y) * (x * x + 1) ** 1.5
+        h = h + ag.exp(-x) * ag.log(y * y + 1) / ag.sqrt(x * x + 1) - ag.tanh(x) * ag.sigmoid(y) + ag.relu(ag.erf(x))
+        keep = ag.logical_or(ag.logical_and(x >= y, ag.not_equal(x, y)), ag.logical_not(ag.less_equal(x, y)))
+        return ag.sum(h * keep.astype(h.dtype) + ag.equal(x, y).astype(h.dtype) + (x < y).astype(h.dtype))
+
+    def shapes(x, y, tokens, table):
+        h = ag.concat(ag.split(x, 2, axis=-1)[::-1], axis=-1) + ag.stop_gradient(y)
+        return ag.mean(ag.transpose(ag.reshape(h, (2, 3, 2, 2)), (0, 1, 3, 2))) + ag.sum(ag.max(h * y, 0))
+
+    def normalization(x, y, tokens, table):
+        logits = ag.layer_norm(x, eps=1e-5)
+        return ag.cross_entropy(logits, tokens) + ag.mean(ag.log_softmax(logits)) + ag.sum(ag.softmax(y, mask=x > 0))
+
+    def attention(x, y, tokens, table):
+        e = ag.embedding(table, tokens) + ag.embedding(table, ag.arange(tokens))
+        a = ag.scaled_dot_product_attention(e, x, ag.dropout(y, 0.1), causal=True)
+        return ag.sum(a @ ag.embedding(table, ag.relative_distance(a, a, 2))[0].mT)
+
+    return [elementwise, shapes, normalization, attention]
+
+
+def _exercise(program, dtype: np.dtype):
+    """The gradient graph of ``program`` and inputs to run it on."""
+    import attngraph as ag
+    rng = np.random.default_rng(0)
+    feeds = dict(x=rng.standard_normal((2, 3, 4)).astype(dtype), y=rng.standard_normal((2, 3, 4)).astype(dtype),
+                 tokens=np.array([[0, 1, 2], [3, 0, 1]]), table=rng.standard_normal((5, 4)).astype(dtype))
+    return ag.trace(program, **feeds).grad(wrt=["x", "y", "table"]), feeds
+
+
+def _graph(args):
+    """The forward graph of MODEL (the loss and its gradient for ``--view backward`` or ``both``)."""
+    from . import models
+    from .core.api import trace
+    from .core.graph import Graph
+    target, forward = _target(args), getattr(args, "view", "forward") == "forward"
+    try:
+        if not isinstance(target, models.ModelSpec):
+            graph = target(**args.config)
+            if not isinstance(graph, Graph):
+                args.parser.error(f"{args.model} returned {type(graph).__name__}, not a traced Graph")
+            return graph if forward else graph.grad()
+        model = models.get(target.name, tiny=args.tiny, **args.config)
+    except (AttnGraphError, TypeError) as e:          # unknown settings
+        args.parser.error(f"{args.model}: {e}")
+    if forward:
+        return trace(model, **target.inputs(model))
+    batch = target.batch(model, np.random.default_rng(args.seed), 2)
+    return trace(lambda **b: target.loss(model, **b), **batch).grad()
+
+
+def _checked_graph(args):
+    """``_graph``, with the ``--dim`` names checked against the graph's symbolic dimensions."""
+    from .inspect import binding
+    graph = _graph(args)
+    try:
+        binding(graph, **args.dim)
+    except AttnGraphError as e:
+        args.parser.error(str(e))
+    return graph
+
+
+def _spec(args):
+    """MODEL as a ``ModelSpec``: checking gradients needs the model's batches and loss."""
+    from . import models
+    target = _target(args)
+    if not isinstance(target, models.ModelSpec):
+        args.parser.error(f"{args.model} is a graph function; checking gradients needs a ModelSpec (a model, "
+                          "its batches and its loss)")
+    return target
+
+
+def _target(args):
+    """A ``ModelSpec`` from the registry, or the object named by ``path/to/file.py:NAME``."""
+    from . import models
+    file, colon, name = args.model.rpartition(":")
+    if not colon or not file.endswith(".py"):
+        try:
+            return models.spec(args.model)
+        except AttnGraphError as e:
+            args.parser.error(str(e) + "; or give path/to/file.py:NAME")
+    if not Path(file).is_file():
+        args.parser.error(f"no file {file}")
+    target = getattr(_load(Path(file).resolve()), name, None)
+    if isinstance(target, models.ModelSpec):
+        if models.registry.REGISTRY.get(target.name) is not target:
+            models.register(target)
+        return target
+    if not callable(target):
+        args.parser.error(f"{file} has no ModelSpec or graph function named {name!r}")
+    return target
+
+
+@cache
+def _load(path: Path):
+    """The module of a model file, executed once (a ModelSpec in it registers once)."""
+    loader = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    return module
+
+
+def _cuda() -> str:
+    """CUDA as numba sees it, without importing numba.cuda (only ops/_cuda.py may)."""
+    if importlib.util.find_spec("numba.cuda") is None:
+        return "not installed (pip install 'attngraph[cuda]')"
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        return "numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1)"
+    return "numba.cuda installed; no CUDA backend in this attngraph build"
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _setting(text: str) -> tuple[str, object]:
+    key, equals, value = text.partition("=")
+    if not equals or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    try:
+        return key, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return key, value
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
+def _dim(text: str) -> tuple[str, int]:
+    key, value = _setting(text)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise argparse.ArgumentTypeError(f"expected NAME=SIZE with a positive integer size, got {text!r}")
+    return key, value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="attngraph", description="Build, see and train attention models.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name, run, help):
+        sub = commands.add_parser(name, help=help, description=help)
+        sub.set_defaults(run=run, parser=sub)
+        return sub
+
+    def model_options(sub):
+        sub.add_argument("model", metavar="MODEL", help="a registry name or path/to/file.py:NAME")
+        sub.add_argument("--config", type=_setting, action="append", default=[], metavar="KEY=VALUE",
+                         help="change a setting of the model (repeatable)")
+        sub.add_argument("--seed", type=int, default=0, help="seed of the example batch")
+
+    def picture_options(sub):
+        sub.add_argument("--tiny", action="store_true", help="start from the model's tiny configuration")
+        sub.add_argument("--depth", type=_positive, help="show modules down to this depth (default: all)")
+        sub.add_argument("--dim", type=_dim, action="append", default=[], metavar="NAME=SIZE",
+                         help="bind a symbolic dimension for FLOPs and sizes, e.g. T=128 (repeatable)")
+
+    command("models", _models, "list the models of the registry")
+    sub = command("summary", _summary, "print a model's module tree with shapes, parameters and FLOPs")
+    model_options(sub)
+    picture_options(sub)
+    sub = command("render", _render, "draw a model's graph (.svg, .png, .pdf or .dot)")
+    model_options(sub)
+    picture_options(sub)
+    sub.add_argument("--out", required=True, help="the file to write; its suffix gives the format")
+    sub.add_argument("--view", choices=("forward", "backward", "both"), default="forward")
+    sub.add_argument("--roll", action="store_true", default=None,
+                     help="draw identical consecutive blocks once, marked ×N (default: when the picture is large)")
+    sub.add_argument("--parameter-nodes", action="store_true", help="draw parameters as nodes of their own")
+    sub = command("check-grads", _check_grads, "gradcheck every parameter of a tiny float64 configuration")
+    model_options(sub)
+    sub = command("demo", _demo, "train a demo model and write its pictures")
+    sub.add_argument("name", nargs="?", help="which demo (default: the main one)")
+    sub.add_argument("rest", nargs=argparse.REMAINDER, help="options passed to the demo (--out, --steps, ...)")
+    command("info", _info, "versions, threading layer, CUDA and graphviz")
+    sub = command("warmup", _warmup, "compile every kernel into numba's cache")
+    sub.add_argument("--dtype", nargs="+", choices=("float32", "float64"), default=["float32", "float64"])
+    return parser
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="attngraph", description="Build, see and train attention models.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="train a demo model and write its pictures")
-    demo.add_argument("name", nargs="?", help="which demo (default: the main one)")
-    demo.add_argument("rest", nargs=argparse.REMAINDER, help="options passed to the demo (--out, --steps, ...)")
-    demo.set_defaults(run=_demo)
-    info = commands.add_parser("info", help="versions, threading layer, graphviz")
-    info.set_defaults(run=_info)
-    args = parser.parse_args(argv)
-    return args.run(args)
+    """Run the command line; returns the exit status (2 for bad arguments, 1 for a failure)."""
+    try:
+        args = _parser().parse_args(argv)
+        if hasattr(args, "config"):
+            args.config = dict(args.config)
+        if hasattr(args, "dim"):
+            args.dim = dict(args.dim)
+        return args.run(args)
+    except SystemExit as e:                 # argparse's usage errors (2) and --help (0)
+        return e.code if isinstance(e.code, int) else 2
+    except AttnGraphError as e:
+        print(f"attngraph: {e}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:                 # the reader stopped early (attngraph summary gpt | head)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

@@ -93,20 +93,21 @@ def scope(name: str) -> Iterator[None]:
 
 def module_scope(module) -> str:
     """The scope of a module call: its path in the traced root module. A module met outside that tree (one
-    used from a plain traced function) is named after its class under the current scope, and its whole
-    sub-tree and its parameters are named from there."""
+    used from a plain traced function, such as a loss) becomes the root if it is the first called at top
+    level — so a loss graph names parameters as ``state_dict()`` does — and is otherwise named after its
+    class under the current scope; its whole sub-tree and its parameters are named from there."""
     path = STATE.module_names.get(id(module))
     if path is None:
         parent = STATE.scopes[-1] if STATE.scopes else ""
-        base = (f"{parent}." if parent else "") + type(module).__name__.lower()
         taken = set(STATE.module_names.values())
-        path, n = base, 1
+        base = (f"{parent}." if parent else "") + type(module).__name__.lower()
+        path, n = ("" if not STATE.scopes and "" not in taken else base), 1
         while path in taken:
             path, n = f"{base}_{n}", n + 1
         for sub, m in module.named_modules(path):
             STATE.module_names.setdefault(id(m), sub)
         for name, p in module.named_parameters():
-            STATE.parameter_names.setdefault(id(p), f"{path}.{name}")
+            STATE.parameter_names.setdefault(id(p), f"{path}.{name}" if path else name)
     return path
 
 

@@ -1,2 +1,7 @@
-"""Reading graphs and models: gradient checks (summaries and FLOPs come with the rendering work)."""
+"""Reading graphs and models: summaries, FLOP counts, networkx queries, attention maps, gradient checks."""
+from .attention import attention_maps
+from .calls import Call, call_paths
+from .flops import binding, format_count, node_flops, total_flops
 from .gradcheck import GradcheckReport, gradcheck, gradcheck_parameters
+from .query import module_subgraph, nodes_by_op, nodes_by_scope, path_between
+from .summary import Summary, summary

@@ -1,2 +1,4 @@
 """Drawing graphs (graphviz) and attention maps."""
-from .graph import RenderError, render_graph, to_dot
+from .graph import RenderError, render_graph, to_dot, to_svg
+from .heatmap import attention_heatmap
+from .picture import Picture, picture

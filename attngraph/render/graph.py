@@ -1,100 +1,278 @@
-"""Graphs drawn with graphviz: one box per node, one cluster per module scope, edges labelled with shapes.
+"""Graphs drawn with graphviz: ``render_graph(graph, "model.svg", depth=2)``, ``to_svg``, ``to_dot``.
 
-The ``graphviz`` package builds the DOT text; the system ``dot`` lays it out as SVG, PNG or PDF. The
-``.dot`` file is always written first, so a machine without ``dot`` still gets the description.
+The picture (``picture.py``) decides what is drawn; this file writes it as DOT: one HTML-table label per
+box (title, key attributes, folded parameters and constants, output shape × dtype, parameter count),
+nested clusters per module call, edges labelled with the shape they carry (and the input slot of a
+non-commutative op) and as wide as the logarithm of its size, a legend of the styles in use, and a footer
+with the parameter totals and FLOPs (``attngraph.inspect.summary``'s numbers).
+
+Options, shared by all three entry points:
+
+- ``view="forward" | "backward" | "both"``, ``depth``, ``roll``, ``budget``, ``parameter_nodes``: see
+  ``picture``;
+- ``gradients={name: array}``: gradient norms ‖∇‖ shown on the parameters (``grad:`` prefixes allowed, so
+  a training step's outputs can be passed as they are);
+- any other keyword binds a symbolic dimension (``T=128``) for FLOPs and edge widths; unbound ones are 1.
+
+Node ids are the graph's (``n17``); a collapsed call takes its first node's (``m17``). The same graph and
+options give byte-identical DOT, hence identical SVG from the same graphviz. The ``.dot`` file is always
+written first, so a machine without ``dot`` still gets the description.
 """
 from __future__ import annotations
 
 import html
+import math
 import shutil
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import graphviz
+import numpy as np
 
-from ..core.dims import format_shape
+from ..core.dims import resolve_shape
 from ..core.graph import Graph, Node
 from ..errors import AttnGraphError
+from ..inspect.calls import Call, is_backward, is_within, short_name
+from ..inspect.flops import binding, describe_binding, format_count, node_flops
+from ..inspect.summary import shape_text, summary
+from . import style
+from .picture import BUDGET, Box, Edge, Picture, picture
 
 FORMATS = ("svg", "png", "pdf", "dot")
-INSTALL_DOT = ("graphviz's 'dot' program is needed to lay out {fmt}; the .dot file was written to {dot}. "
-               "Install it with: apt-get install graphviz (Debian/Ubuntu), brew install graphviz (macOS), "
-               "conda install -c conda-forge graphviz, or choco install graphviz (Windows).")
-STYLE = {
-    "input": dict(shape="box", style="rounded,filled", fillcolor="#cfe8ff"),
-    "parameter": dict(shape="box", style="filled", fillcolor="#fff2b3"),
-    "constant": dict(shape="box", style="filled", fillcolor="#eeeeee", fontsize="9"),
-    "output": dict(shape="box", style="rounded,filled", fillcolor="#c9f2c9"),
-    "call": dict(shape="box", style="rounded,filled", fillcolor="#ffffff"),
-    "backward": dict(shape="box", style="rounded,filled", fillcolor="#ffe0e0"),
-}
+INSTALL_DOT = ("graphviz's 'dot' program is needed to lay out {what}. Install it with: apt-get install graphviz "
+               "(Debian/Ubuntu), brew install graphviz (macOS), conda install -c conda-forge graphviz, or "
+               "choco install graphviz (Windows).")
+DTYPES = {"float32": "f32", "float64": "f64", "float16": "f16", "int64": "i64", "int32": "i32", "bool": "bool"}
 
 
 class RenderError(AttnGraphError):
     """The graph could not be laid out (e.g. graphviz's ``dot`` is missing)."""
 
 
-def shape_text(node: Node) -> str:
-    """``B×T×64 float32``."""
-    return ("×".join(str(d) for d in node.shape) or "scalar") + f" {node.dtype}"
-
-
-def node_label(node: Node) -> str:
-    title = node.name if node.kind in ("input", "parameter", "output") and node.name else node.op
-    if node.kind == "parameter":
-        title = node.name.rpartition(".")[2]
-    return f"{html.escape(title)}\n{shape_text(node)}"
-
-
-def to_dot(graph: Graph) -> graphviz.Digraph:
-    """The DOT description: nodes in graph order (stable ids ``n17``), clusters nested by scope."""
-    dot = graphviz.Digraph("attngraph", graph_attr=dict(rankdir="TB", fontname="Helvetica", fontsize="11"),
-                           node_attr=dict(fontname="Helvetica", fontsize="10"),
-                           edge_attr=dict(fontname="Helvetica", fontsize="8", color="#666666"))
-    clusters: dict[str, list[Node]] = {}
-    for node in graph.nodes:
-        clusters.setdefault(node.scope, []).append(node)
-    _add_clusters(dot, "", clusters)
-    for node in graph.nodes:
-        for x in node.inputs:
-            dot.edge(x.label, node.label, label=format_shape(x.shape) if x.kind == "call" else "")
-    return dot
-
-
-def _add_clusters(parent: graphviz.Digraph, scope: str, clusters: dict[str, list[Node]]) -> None:
-    for node in clusters.get(scope, []):
-        style = STYLE["backward" if node.grad_of is not None and node.kind == "call" else node.kind]
-        parent.node(node.label, node_label(node), tooltip=f"{node.describe()}", **style)
-    children = sorted(s for s in clusters if s and s != scope and s.rpartition(".")[0] == scope)
-    missing = sorted({_child_of(s, scope) for s in clusters if _is_below(s, scope)} - set(children))
-    for child in sorted(set(children) | set(missing)):
-        with parent.subgraph(name=f"cluster_{child}") as sub:
-            sub.attr(label=child, style="rounded", color="#9999bb", fontcolor="#333366")
-            _add_clusters(sub, child, clusters)
-
-
-def _is_below(s: str, scope: str) -> bool:
-    return bool(s) and s != scope and (not scope or s.startswith(scope + "."))
-
-
-def _child_of(s: str, scope: str) -> str:
-    rest = s[len(scope) + 1:] if scope else s
-    return (f"{scope}." if scope else "") + rest.split(".")[0]
-
-
-def render_graph(graph: Graph, path) -> Path:
-    """Write ``graph`` to ``path``; the format comes from the suffix (.svg, .png, .pdf, .dot)."""
+def render_graph(graph: Graph, path, **options) -> Path:
+    """Write ``graph`` to ``path``; the format comes from the suffix (.svg, .png, .pdf, .dot). The ``.dot``
+    beside it is always written, even when laying it out fails."""
     path = Path(path)
     fmt = path.suffix.lstrip(".").lower()
     if fmt not in FORMATS:
         raise RenderError(f"cannot render to {path.name!r}: use one of {', '.join('.' + f for f in FORMATS)}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    source = to_dot(graph).source
-    dot_path = path if fmt == "dot" else path.with_suffix(".dot")
-    dot_path.write_text(source)
-    if fmt == "dot":
-        return path
-    if shutil.which("dot") is None:
-        raise RenderError(INSTALL_DOT.format(fmt=fmt, dot=dot_path))
-    subprocess.run(["dot", f"-T{fmt}", str(dot_path), "-o", str(path)], check=True, capture_output=True)
+    source, dot_path = to_dot(graph, **options).source, path.with_suffix(".dot")
+    dot_path.write_text(source, encoding="utf-8")
+    if fmt != "dot":
+        path.write_bytes(_layout(source, fmt, f"{fmt.upper()} (the .dot file was written to {dot_path})"))
     return path
+
+
+def to_svg(graph: Graph, **options) -> str:
+    """The SVG drawing as text (what notebooks show for ``graph._repr_svg_()``)."""
+    return _layout(to_dot(graph, **options).source, "svg", "SVG").decode()
+
+
+def _layout(source: str, fmt: str, what: str) -> bytes:
+    """``source`` laid out by graphviz's ``dot`` in format ``fmt``."""
+    if shutil.which("dot") is None:
+        raise RenderError(INSTALL_DOT.format(what=what))
+    done = subprocess.run(["dot", f"-T{fmt}"], input=source.encode(), capture_output=True, check=False)
+    if done.returncode:
+        raise RenderError(f"dot failed to lay out the graph: {done.stderr.decode(errors='replace').strip()}")
+    return done.stdout
+
+
+def to_dot(graph: Graph, view: str = "forward", depth: int | None = None, roll: bool | None = None, budget: int = BUDGET,
+           parameter_nodes: bool = False, gradients: dict | None = None, **sizes) -> graphviz.Digraph:
+    """The DOT description of ``graph`` (see the module's docstring for the options)."""
+    pic = picture(graph, view, depth, roll, budget, parameter_nodes)
+    bindings = binding(graph, **sizes)
+    norms = {name.removeprefix("grad:"): float(np.linalg.norm(g)) for name, g in (gradients or {}).items()}
+    draw = _Drawing(pic, list(graph.parameters.values()), bindings, norms)
+    dot = graphviz.Digraph("attngraph", graph_attr=dict(style.GRAPH, label=_footer(graph, view, bindings, pic)),
+                           node_attr=style.NODE, edge_attr=style.EDGE)
+    draw.cluster(dot, ())
+    for e in pic.edges:
+        saved = _is_backward(e.head) and not _is_backward(e.tail)
+        dot.edge(e.tail.id, e.head.id, label="" if saved else draw.edge_label(e),
+                 penwidth=style.edge_width(draw.size(e.value)), **style.edge_style(_is_backward(e.head), saved))
+    for forward, backward in pic.ties:
+        dot.edge(forward.id, backward.id, **style.TIE)
+    dot.node("legend", draw.legend(), shape="plaintext", margin="0")
+    return dot
+
+
+class _Drawing:
+    """Labels and tooltips of one picture."""
+
+    def __init__(self, pic: Picture, parameters: list[Node], bindings: dict[str, int], norms: dict[str, float]):
+        self.pic, self.parameters, self.bindings, self.norms = pic, parameters, bindings, norms
+        self.children: dict[tuple, list[tuple]] = {}
+        for path in pic.clusters:
+            self.children.setdefault(path[:-1], []).append(path)
+        self.boxes: dict[tuple, list[Box]] = {}
+        for box in pic.boxes:
+            self.boxes.setdefault(box.cluster, []).append(box)
+
+    def size(self, node: Node) -> int:
+        return math.prod(resolve_shape(node.shape, self.bindings))
+
+    def cluster(self, parent: graphviz.Digraph, path: tuple[Call, ...]) -> None:
+        for box in self.boxes.get(path, []):
+            kind = "module" if box.module else box.node.kind
+            parent.node(box.id, self.label(box), tooltip=_escape(self.tooltip(box)),
+                        **style.node_style(kind, box.node.op, _is_backward(box)))
+        for child in self.children.get(path, []):
+            call = child[-1]
+            name = f"cluster_{'grad_' if call.backward else ''}{call.scope}" + (f"#{call.index}" if call.index else "")
+            with parent.subgraph(name=name) as sub:
+                sub.attr(label=self.title(call), tooltip=call.scope, labelloc="t",
+                         **(style.BACKWARD_CLUSTER if call.backward else style.CLUSTER))
+                self.cluster(sub, child)
+
+    def title(self, call: Call) -> str:
+        """The call's name inside its parent's cluster: ``attn``, ``layers.0``, ``∇ norm1``, ``cell (call 3
+        of 9)``, ``layers.0 … layers.5 ×6``."""
+        chain = self.pic.copies.get(call, [call])
+        text = " … ".join(dict.fromkeys(short_name(c.scope) for c in (chain[0], chain[-1])))
+        if len(chain) > 1:
+            text += f" ×{len(chain)}"
+        calls = self.pic.calls[(call.scope, call.backward)]
+        if calls > 1:
+            text += f" (call {call.index + 1} of {calls})"
+        return ("∇ " if call.backward else "") + text
+
+    def label(self, box: Box) -> str:
+        if box.module:
+            return self.module_label(box)
+        node = box.node
+        title = {"call": node.op, "parameter": node.name, "input": node.name, "output": node.name}[node.kind]
+        rows = [f"<B>{_h(title)}</B>" + (f" <I>{_h(node.name)}</I>" if node.kind == "call" and node.name else "")]
+        if node.kind == "call":
+            rows.append(_small(" ".join(f"{k}={_attr(v)}" for k, v in node.attrs.items()
+                                        if v is not None and v is not False and k != "key" and
+                                        not (k == "shape" and tuple(v) == node.shape))))
+        rows += [_small((f"[{slot}] " if _slots(node) else "") + self.source_text(x), style.FOLDED[x.kind])
+                 for slot, x in box.folded]
+        rows.append(_small(self.value_text(node)))
+        if node.kind == "parameter":
+            rows.append(_small(f"{node.value.size:,} parameters" + self.norm_text(node.name)))
+        elif node.kind == "output" and node.name.startswith("grad:"):
+            rows.append(_small(self.norm_text(node.name.removeprefix("grad:")).strip()))
+        if node.grad_of is not None:
+            rows.append(_small(f"∂ {node.grad_of.label} {node.grad_of.op}", style.BACKWARD))
+        return _table(r for r in rows if r)
+
+    def module_label(self, box: Box) -> str:
+        """Title; the op (or the number of ops) and FLOPs; the module's parameters (and the norm of their
+        gradients, when given); the shapes handed out; the outputs held inside (a gradient named after the
+        parameter's path inside the module). A rolled block counts one copy."""
+        scope, each = box.module.scope, " each" if box.module in self.pic.copies else ""
+        ops = [n for n in box.nodes if n.kind == "call"]
+        params = [p for p in self.parameters if is_within(p.scope, scope)]
+        norms = [self.norms[p.name] for p in params if p.name in self.norms]
+        outputs = [n for n in box.nodes if n.kind == "output"]
+        shapes = list(dict.fromkeys([self.value_text(e.value) for e in self.pic.edges if e.tail is box]
+                                    + [self.value_text(n) for n in outputs]))
+        held = [n.name.replace(f":{scope}.", ":", 1) for n in outputs]
+        rows = [f"<B>{_h(self.title(box.module))}</B>",
+                _small(f"{ops[0].op if len(ops) == 1 else f'{len(ops)} ops'} · "
+                       f"{format_count(sum(node_flops(n, self.bindings) for n in ops), 'FLOPs')}{each}"),
+                _small(f"{sum(p.value.size for p in params):,} parameters{each}"
+                       + (f"  ‖∇‖={math.hypot(*norms):.3g}" if norms else "")) if params else "",
+                _small(", ".join(shapes[:2]) + (" …" if len(shapes) > 2 else ""))]
+        if held:
+            rows.append(_small("→ " + ", ".join(held[:3]) + (f" +{len(held) - 3} more" if len(held) > 3 else ""),
+                               "#31a354"))
+        return _table(r for r in rows if r)
+
+    def source_text(self, x: Node) -> str:
+        """A folded input: ``weight 16×16 f32  ‖∇‖=0.031``, ``0.125``, ``const 16 f32`` or ``rng_seed``."""
+        if x.kind == "input":
+            return x.name
+        if x.kind == "constant":
+            return f"{x.value.item():.4g}" if x.value.size == 1 else f"const {self.value_text(x)}"
+        return f"{x.name.rpartition('.')[2]} {self.value_text(x)}{self.norm_text(x.name)}"
+
+    def value_text(self, node: Node) -> str:
+        return f"{shape_text(node)} {_dtype(node)}"
+
+    def norm_text(self, name: str) -> str:
+        return f"  ‖∇‖={self.norms[name]:.3g}" if name in self.norms else ""
+
+    def edge_label(self, e: Edge) -> str:
+        return (f"[{e.slot}] " if e.slot is not None and _slots(e.head.node) else "") + shape_text(e.value)
+
+    def tooltip(self, box: Box) -> str:
+        if box.module:
+            ops = Counter(n.op for n in box.nodes if n.kind == "call")
+            return "\n".join([box.module.scope, ", ".join(f"{k} ×{v}" for k, v in sorted(ops.items()))])
+        node = box.node
+        lines = [node.describe()]
+        if node.attrs:
+            lines.append("attributes: " + ", ".join(f"{k}={_attr(v, None)}" for k, v in node.attrs.items()))
+        if node.inputs:
+            lines.append("inputs: " + ", ".join(f"{x.name or x.label} {self.value_text(x)}" for x in node.inputs))
+        if node.kind == "call":
+            lines.append(f"{format_count(node_flops(node, self.bindings), 'FLOPs')}")
+        return "\n".join(lines)
+
+    def legend(self) -> str:
+        kinds = {"module" if b.module else b.node.kind for b in self.pic.boxes}
+        folded = {x.kind for b in self.pic.boxes for _, x in b.folded}
+        families = {style.FAMILY_OF.get(n.op) for b in self.pic.boxes if not b.module for n in b.nodes}
+        return style.legend([k for k in style.KINDS if k in kinds], [k for k in style.FOLDED if k in folded],
+                            [f for f in style.FAMILIES if f in families], any(map(_is_backward, self.pic.boxes)))
+
+
+def _footer(graph: Graph, view: str, bindings: dict[str, int], pic: Picture) -> str:
+    s = summary(graph, **bindings)
+    flops = f"{format_count(s.flops, 'FLOPs')} forward"
+    if s.backward_flops and view != "forward":
+        flops += f" + {format_count(s.backward_flops, 'FLOPs')} backward"
+    at = f" at {describe_binding(bindings)}" if bindings else ""
+    shown = f"{view} view" + (f", depth {pic.depth}" if pic.depth else "") + (", rolled" if pic.copies else "")
+    return (f"{s.parameters:,} parameters ({s.trainable:,} trainable)   ·   {flops}{at} (a multiply-add is 2)   ·   "
+            f"{shown}\\l")
+
+
+def _slots(node: Node) -> bool:
+    """Whether the order of the node's inputs matters and so is shown: ``[0]``, ``[1]``, ..."""
+    return node.kind == "call" and node.op not in style.COMMUTATIVE and len(node.inputs) > 1
+
+
+def _is_backward(box: Box) -> bool:
+    return box.module.backward if box.module else is_backward(box.node)
+
+
+def _table(rows) -> str:
+    cells = "".join(f"<TR><TD>{r}</TD></TR>" for r in rows)
+    return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">{cells}</TABLE>>'
+
+
+def _small(text: str, color: str = "#444444") -> str:
+    return f'<FONT POINT-SIZE="7" COLOR="{color}">{_h(text)}</FONT>' if text else ""
+
+
+def _h(text: str) -> str:
+    return html.escape(str(text))
+
+
+def _dtype(node: Node) -> str:
+    return DTYPES.get(node.dtype.name, node.dtype.name)
+
+
+def _attr(value, limit: int | None = 24) -> str:
+    """Attribute values, short: slices as ``1:4``, dtypes by name, values cut at ``limit`` characters."""
+    if isinstance(value, tuple):
+        text = "(" + ", ".join(_attr(v, None) for v in value) + ")"
+    elif isinstance(value, slice):
+        text = ":".join("" if v is None else str(v) for v in (value.start, value.stop, value.step)).rstrip(":") or ":"
+    elif isinstance(value, np.dtype):
+        text = value.name
+    else:
+        text = str(value)
+    return text if limit is None or len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _escape(text: str) -> str:
+    """Graphviz reads backslashes in strings as escapes (``\\n``, ``\\l``)."""
+    return text.replace("\\", "\\\\")

@@ -1,0 +1,66 @@
+"""Module calls: which call of which module each node belongs to.
+
+A graph records scopes (module paths), not calls. A module called once per time step leaves many nodes
+with the same scope, and drawing them as one box would tie every step to every other (a cycle). So calls
+are recovered from the order of creation, which is the order of tracing:
+
+    a call of module S is a maximal run of consecutive nodes whose scope is S or lies below S.
+
+The k-th such run is call k of S. Only op calls take part (``call_paths`` is given them); inputs,
+parameters, constants and outputs are placed by their users. The forward and the backward pass are
+numbered separately, since the backward pass revisits every scope in reverse.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from ..core.graph import Node
+
+
+class Call(NamedTuple):
+    scope: str
+    index: int
+    backward: bool = False
+
+
+def ancestors(scope: str) -> list[str]:
+    """``"a.b.c"`` -> ``["a", "a.b", "a.b.c"]``; the root scope ``""`` has none."""
+    parts = scope.split(".") if scope else []
+    return [".".join(parts[:i + 1]) for i in range(len(parts))]
+
+
+def short_name(scope: str) -> str:
+    """A scope's own name, without its parent's path: ``attn`` for ``layers.0.attn``; a bare number keeps
+    its parent's name (``layers.0``)."""
+    parent, _, name = scope.rpartition(".")
+    return f"{parent.rpartition('.')[2]}.{name}" if name.isdigit() and parent else name
+
+
+def is_within(scope: str, module: str) -> bool:
+    """Whether ``scope`` is ``module`` or lies below it (every scope lies within the root ``""``)."""
+    return not module or scope == module or scope.startswith(module + ".")
+
+
+def is_backward(node: Node) -> bool:
+    """Nodes of the backward pass: those autodiff emitted, and the ``grad:<name>`` outputs."""
+    return node.grad_of is not None or (node.op == "output" and
+                                        (node.name.startswith("grad:") or node.inputs[0].grad_of is not None))
+
+
+def call_paths(nodes: Iterable[Node], backward: bool = False) -> dict[Node, tuple[Call, ...]]:
+    """For each node (in creation order), the chain of module calls it runs in, outermost first."""
+    counts: Counter = Counter()
+    paths: dict[Node, tuple[Call, ...]] = {}
+    previous: tuple[Call, ...] = ()
+    for node in nodes:
+        chain = []
+        for depth, scope in enumerate(ancestors(node.scope)):
+            if depth < len(previous) and previous[depth].scope == scope:
+                chain.append(previous[depth])
+            else:
+                chain.append(Call(scope, counts[scope], backward))
+                counts[scope] += 1
+        paths[node] = previous = tuple(chain)
+    return paths

@@ -1,0 +1,60 @@
+"""summary(): the module tree with shapes, parameters, FLOPs and memory, as data and as text."""
+import numpy as np
+
+import attngraph as ag
+from attngraph.inspect import summary, total_flops
+from tests.inspect.transformer import Encoder, inputs, loss_graph
+
+
+def test_rows_follow_the_module_tree_with_totals():
+    model = Encoder()
+    graph = ag.trace(model, **inputs(model))
+    s = summary(graph, T=5)
+    modules = [r["module"] for r in s.rows]
+    assert modules[:4] == ["embed", "layers", "layers.0", "layers.0.attn"] and modules[-1] == "head"
+    assert modules.index("layers.0.norm2") < modules.index("layers.1")
+    row = {r["module"]: r for r in s.rows}
+    assert row["layers.0.attn.w_q"] == dict(module="layers.0.attn.w_q", depth=4, calls=1, output="B×T×16",
+                                            parameters=16 * 16 + 16, percent=row["layers.0.attn.w_q"]["percent"],
+                                            flops=2 * 5 * 16 * 16 + 5 * 16, trainable=272)
+    assert s.parameters == s.trainable == model.num_parameters()
+    assert row["layers"]["parameters"] == row["layers.0"]["parameters"] + row["layers.1"]["parameters"]
+    assert abs(sum(r["percent"] for r in s.rows if r["depth"] == 1) - 100) < 1e-9
+    assert s.flops == total_flops(graph, T=5) and s.backward_flops == 0
+    assert s.parameter_bytes == 4 * s.parameters
+    assert s.bindings == {"B": 1, "T": 5}
+
+
+def test_text_table_and_depth():
+    model = Encoder()
+    text = str(summary(ag.trace(model, **inputs(model)), depth=1))
+    assert text.splitlines()[0].split() == ["module", "calls", "output", "parameters", "%", "params", "FLOPs",
+                                            "trainable"]
+    assert "layers.0" not in text and "4,811" in text
+    assert "per forward pass at B=1, T=1 (a multiply-add is 2)" in text
+
+
+def test_module_summary_traces_concrete_inputs():
+    model = Encoder()
+    s = model.summary(tokens=np.zeros((2, 7), np.int64))
+    assert s.bindings == {} and s.rows[0]["output"] == "2×7×16"
+
+
+def test_calls_frozen_parameters_and_the_backward_pass():
+    model = Encoder(layers=1)
+    model.embed.weight.trainable = False
+    s = summary(loss_graph(model).grad(), B=2, T=3)
+    row = {r["module"]: r for r in s.rows}
+    assert row["embed"]["trainable"] == 0 and s.trainable == s.parameters - 11 * 16
+    assert s.backward_flops > s.flops > 0
+
+    class Twice(ag.Module):
+        def __init__(self):
+            super().__init__()
+            self.cell = ag.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.cell(ag.tanh(self.cell(x)))
+
+    row = summary(ag.trace(Twice(), x=ag.Input((2, 4)))).rows[0]
+    assert row["module"] == "cell" and row["calls"] == 2 and row["flops"] == 2 * (2 * 2 * 4 * 4 + 2 * 4)
