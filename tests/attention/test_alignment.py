@@ -4,7 +4,7 @@ import numpy as np
 import attngraph as ag
 from attngraph.attention import AlignmentAttention, AlignmentBiasedScore, Attention
 from attngraph.inspect import gradcheck, gradcheck_parameters
-from numpy_reference import assert_close, recorded, run, softmax
+from tests.attention.numpy_reference import assert_close, recorded, run, softmax
 
 Q_DIM, K_DIM, HIDDEN, WIDTH = 3, 2, 4, 2
 # source sentences of 3 and 5 words

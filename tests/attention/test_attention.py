@@ -5,7 +5,7 @@ import pytest
 import attngraph as ag
 from attngraph.attention import Attention, DotScore, GeneralScore
 from attngraph.inspect import gradcheck, gradcheck_parameters
-from numpy_reference import assert_close, recorded, run, softmax
+from tests.attention.numpy_reference import assert_close, recorded, run, softmax
 
 # batch row 0 may attend to its first three keys, batch row 1 to none
 PADDING = np.array([[True, True, True, False, False], [False] * 5])[:, None, :]

@@ -5,7 +5,7 @@ import numpy as np
 import attngraph as ag
 from attngraph.attention import Coattention
 from attngraph.inspect import gradcheck
-from numpy_reference import assert_close, recorded, run, softmax
+from tests.attention.numpy_reference import assert_close, recorded, run, softmax
 
 DIM = 3
 DOCUMENT_MASK = np.array([[True, True, True, True], [True, True, False, False]])

@@ -6,7 +6,7 @@ import pytest
 import attngraph as ag
 from attngraph.attention import GeneralScore, HardAttention, MovingAverageBaseline, reinforce_loss, sample
 from attngraph.inspect import gradcheck, gradcheck_parameters
-from numpy_reference import assert_close, recorded, run, softmax
+from tests.attention.numpy_reference import assert_close, recorded, run, softmax
 
 PADDING = np.array([[True, True, True, False, False], [True] * 5])[:, None, :]
 

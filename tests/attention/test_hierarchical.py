@@ -4,7 +4,7 @@ import numpy as np
 import attngraph as ag
 from attngraph.attention import AttentionPooling
 from attngraph.inspect import gradcheck, gradcheck_parameters
-from numpy_reference import assert_close, recorded, run, softmax
+from tests.attention.numpy_reference import assert_close, recorded, run, softmax
 
 DIM = 2
 # 2 documents of up to 2 sentences of up to 3 words; the second sentence of document 1 is all padding

@@ -5,7 +5,7 @@ import pytest
 import attngraph as ag
 from attngraph.attention import GeneralScore, LocalAttention, PredictiveLocalAttention
 from attngraph.inspect import gradcheck, gradcheck_parameters
-from numpy_reference import assert_close, recorded, run, softmax
+from tests.attention.numpy_reference import assert_close, recorded, run, softmax
 
 Q_DIM, K_DIM = 3, 2
 # batch row 0 has a source of 3 words and one padding position; row 1 has 4 words

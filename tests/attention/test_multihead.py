@@ -6,7 +6,7 @@ import pytest
 import attngraph as ag
 from attngraph.attention import Attention, MultiHeadAttention, ScaledDotScore, merge_heads, split_heads
 from attngraph.inspect import gradcheck, gradcheck_parameters
-from numpy_reference import assert_close, recorded, run, softmax
+from tests.attention.numpy_reference import assert_close, recorded, run, softmax
 
 D_MODEL = 4
 

@@ -6,7 +6,7 @@ import attngraph as ag
 from attngraph.attention import (AdditiveScore, ConcatScore, CosineScore, DotScore, GeneralScore, LocationScore,
                                  ScaledDotScore)
 from attngraph.inspect import gradcheck, gradcheck_parameters
-from numpy_reference import assert_close, run
+from tests.attention.numpy_reference import assert_close, run
 
 Q_DIM, K_DIM, HIDDEN = 4, 3, 5
 

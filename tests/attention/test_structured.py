@@ -4,7 +4,7 @@ import numpy as np
 import attngraph as ag
 from attngraph.attention import StructuredSelfAttention, redundancy_penalty
 from attngraph.inspect import gradcheck, gradcheck_parameters
-from numpy_reference import assert_close, recorded, run, softmax
+from tests.attention.numpy_reference import assert_close, recorded, run, softmax
 
 DIM, ATTENTION_DIM, HOPS = 3, 2, 2
 # sentence 0 has 2 words and 2 padding positions, sentence 1 has 4 words, sentence 2 is all padding
