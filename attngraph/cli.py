@@ -216,12 +216,16 @@ def _load(path: Path):
 
 
 def _cuda() -> str:
-    """CUDA as numba sees it, without importing numba.cuda (only ops/_cuda.py may)."""
-    if importlib.util.find_spec("numba.cuda") is None:
-        return "not installed (pip install 'attngraph[cuda]')"
-    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
-        return "numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1)"
-    return "numba.cuda installed; no CUDA backend in this attngraph build"
+    """The CUDA device, the simulator, or why there is neither (ops/_cuda.py asks numba.cuda)."""
+    from ops import _cuda
+    info = _cuda.describe()
+    if "unavailable" in info:
+        return f"unavailable: {info['unavailable']}"
+    if info["simulator"]:
+        return f"numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1; {info['backend']})"
+    major, minor = info["compute_capability"]
+    return (f"{info['name']}, compute capability {major}.{minor}, {info['memory'] / 2 ** 30:.1f} GiB "
+            f"({info['backend']})")
 
 
 def _version(package: str) -> str:

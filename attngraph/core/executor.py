@@ -3,9 +3,17 @@
 Compiling resolves, once, which kernel each node calls, which slot holds each value and after which step
 an intermediate is dead (its slot is cleared, so its buffer is freed). Running binds the symbolic
 dimensions from the inputs, checks them, picks the plan for those sizes (cached) and runs a tight loop.
+
+Devices: "cpu" runs the Numba CPU kernels on NumPy arrays. "cuda" runs the kernels of ops/cuda on device
+arrays: the inputs are copied to the GPU once per call, constants once per executable, intermediates stay on
+the GPU between kernels, and only the outputs are copied back (``run_on_device`` keeps them there too).
+Parameters are read where they live: a parameter moved to the GPU (``Module.to("cuda")``,
+``Parameter.to("cuda")``) is used in place, so an optimizer that updates it on the GPU changes what every
+compiled graph computes, as it does on the CPU; a parameter left on the host is copied on every call.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -14,9 +22,49 @@ from ..errors import BindingError, DeviceError, NonFiniteError
 from . import debug
 from .dims import format_shape, resolve_shape
 from .graph import Graph, Node
-from .primitive import lookup
+from .primitive import add_kernel, lookup
 
-DEVICES = ("cpu",)
+DEVICES = ("cpu", "cuda")
+
+
+class Device(NamedTuple):
+    """Where a graph runs and its arrays live: ``put`` moves a NumPy or device array there (returning it as it
+    is when it is there already), ``get`` returns it as a NumPy array."""
+    name: str
+    put: Callable
+    get: Callable
+
+
+def _host(a):
+    """``a`` as a host array: a device array (anything with ``copy_to_host``) is copied back."""
+    return a.copy_to_host() if hasattr(a, "copy_to_host") else a
+
+
+CPU = Device("cpu", _host, _host)
+
+
+def get_device(name: str) -> Device:
+    """The device called ``name``, its kernels attached. Raises DeviceError for an unknown device, or for
+    "cuda" where it cannot run, saying what is missing and how to install it."""
+    if name == "cpu":
+        return CPU
+    if name == "cuda":
+        return _cuda_device()
+    raise DeviceError(f"unknown device {name!r}; available: {', '.join(DEVICES)}")
+
+
+@functools.cache
+def _cuda_device() -> Device:
+    """The CUDA device, its kernels attached to the primitives on first use (so that importing attngraph never
+    imports numba.cuda). Not cached when it fails: installing CUDA support and asking again works."""
+    from ops import _cuda
+    reason = _cuda.unavailable()
+    if reason is not None:
+        raise DeviceError(f"device 'cuda' is not available: {reason}")
+    from ops.cuda.registry import KERNELS
+    for name, kernel in KERNELS.items():
+        add_kernel(name, "cuda", kernel)
+    return Device("cuda", _cuda.to_device, _cuda.to_host)
 
 
 class Step(NamedTuple):
@@ -28,21 +76,22 @@ class Step(NamedTuple):
 
 
 class Executable:
-    """``Executable(graph, "cpu")(**inputs)`` returns the graph's output, or a tuple of its outputs.
+    """``Executable(graph, "cpu")(**inputs)`` returns the graph's output, or a tuple of its outputs, as NumPy
+    arrays; on "cuda" too (``run_on_device`` leaves them on the GPU).
 
     A graph that uses randomness (dropout) has an ``rng_seed`` input; when it is not given, call ``k``
     uses ``seed + k``, so successive calls draw fresh masks and the whole sequence is reproducible.
     """
 
     def __init__(self, graph: Graph, device: str = "cpu", seed: int = 0):
-        if device not in DEVICES:
-            raise DeviceError(f"unknown device {device!r}; available: {', '.join(DEVICES)}")
+        self._device = get_device(device)
         self.graph, self.device, self.seed, self.calls = graph, device, seed, 0
         order = graph.topological_order()
         slot = {node: i for i, node in enumerate(order)}
         self._size = len(order)
         self._inputs = [(name, node, slot.get(node)) for name, node in graph.inputs.items()]
-        self._sources = [(slot[n], n) for n in order if n.op in ("parameter", "constant")]
+        self._constants = [(slot[n], self._device.put(n.value)) for n in order if n.op == "constant"]
+        self._parameters = [(slot[n], n.value) for n in order if n.op == "parameter"]
         self._outputs = tuple(slot[n.inputs[0]] for n in graph.outputs)
         self._nodes = [n for n in order if n.kind == "call"]
         self._steps = self._schedule(order, slot)
@@ -68,10 +117,23 @@ class Executable:
         return self.graph.output_names
 
     def __call__(self, **feeds) -> Any:
+        """The outputs for these inputs, as NumPy arrays."""
+        outputs = tuple(map(self._device.get, self._run(feeds)))
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def run_on_device(self, **feeds) -> Any:
+        """The outputs left where they were computed: device arrays on "cuda" (gradients for an optimizer that
+        updates the parameters there, or inputs of another executable), NumPy arrays on "cpu"."""
+        outputs = self._run(feeds)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def _run(self, feeds: dict) -> tuple:
         env: list[Any] = [None] * self._size
         bindings = self._bind(feeds, env)
-        for index, node in self._sources:
-            env[index] = node.value.data if node.op == "parameter" else node.value
+        for index, value in self._constants:
+            env[index] = value
+        for index, parameter in self._parameters:
+            env[index] = self._device.put(parameter.data)
         steps = self._plan(bindings)
         if debug.enabled():
             self._run_checked(steps, env, bindings)
@@ -81,8 +143,7 @@ class Executable:
                 for i in step.frees:
                     env[i] = None
         self.calls += 1
-        outputs = tuple(env[i] for i in self._outputs)
-        return outputs[0] if len(outputs) == 1 else outputs
+        return tuple(env[i] for i in self._outputs)
 
     def _bind(self, feeds: dict, env: list) -> dict[str, int]:
         """Check the feeds against the inputs, bind symbolic dimensions, and put the arrays in their slots."""
@@ -101,7 +162,7 @@ class Executable:
             if debug.enabled() and value.dtype.kind == "f" and not np.isfinite(value).all():
                 raise NonFiniteError(f"input {name!r} holds NaN or Inf: {node.describe()}")
             if index is not None:
-                env[index] = value
+                env[index] = self._device.put(value)
         return bindings
 
     def _plan(self, bindings: dict[str, int]) -> list[Step]:
@@ -128,8 +189,9 @@ class Executable:
             expected = resolve_shape(node.shape, bindings)
             if out.shape != expected:
                 raise AssertionError(f"kernel of {node.describe()} returned shape {out.shape}, expected {expected}")
-            if out.dtype.kind == "f" and not np.isfinite(out).all():
-                kind = "NaN" if np.isnan(out).any() else "Inf"
+            values = self._device.get(out)
+            if values.dtype.kind == "f" and not np.isfinite(values).all():
+                kind = "NaN" if np.isnan(values).any() else "Inf"
                 raise NonFiniteError(f"{kind} in the output of {node.describe()}")
             env[step.output] = out
             for i in step.frees:

@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import ShapeError
-from .dims import divide, format_shape, multiply, normalize
+from .dims import broadcast, divide, format_shape, multiply, normalize
 from .parameter import Parameter
 from .tracing import Tensor, add_node, as_node, constant, current_graph, emit, lift_scalars, user_source
 
@@ -314,8 +314,15 @@ def rng_seed(graph):
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, causal: bool = False):
-    """softmax(q kᵀ / √d, mask) v (Vaswani et al. 2017). q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv);
-    ``mask`` broadcasts to (..., Tq, Tk) with True = may attend; ``causal`` aligns bottom-right."""
+    """softmax(q kᵀ / √d, mask) v (Vaswani et al. 2017). q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv) with
+    broadcasting batch axes; ``mask`` broadcasts to (..., Tq, Tk) with True = may attend; ``causal`` aligns
+    bottom-right. Runs the fused, flash-style ``attention`` primitive (no Tq × Tk matrix is stored, forward
+    or backward); the composition ``unfused.scaled_dot_product_attention`` — the reference in tests — runs
+    instead for a vector q, k or v, and when Tq and Tk are different lengths one of which is symbolic,
+    which the fused gradient cannot hold (see ``prims/attention.py``)."""
+    from . import unfused
+    from .prims.attention import packable       # core.prims imports this module: a deferred import
+
     d = as_node(q).shape[-1]
     if isinstance(d, str):
         raise ShapeError(f"the head dimension must be concrete, not {d}")
@@ -325,8 +332,15 @@ def scaled_dot_product_attention(q, k, v, mask=None, causal: bool = False):
             raise ShapeError(f"mask {format_shape(mshape)} has size 1 on its last axis, which is the key axis: "
                              "a padding mask must be shaped (B, 1, 1, Tk) to mask keys, not (B, 1, Tk, 1), "
                              f"which would mask whole query rows (at {user_source()})")
-    scores = matmul(q, swapaxes(k, -1, -2)) * (1 / math.sqrt(d))
-    return matmul(softmax(scores, mask=mask, causal=causal), v)
+    shapes = [as_node(x).shape for x in (q, k, v)]
+    if min(map(len, shapes)) < 2 or not packable(shapes[0][-2], shapes[1][-2]):
+        return unfused.scaled_dot_product_attention(q, k, v, mask, causal)
+    try:
+        batch = broadcast(*(s[:-2] for s in shapes))
+    except ValueError as e:
+        raise ShapeError(f"attention at {user_source()}: batch axes of q, k, v do not broadcast: {e}") from None
+    q, k, v = (broadcast_to(x, batch + s[-2:]) for x, s in zip((q, k, v), shapes))
+    return emit("attention", q, k, v, *([] if mask is None else [mask]), causal=causal, scale=1 / math.sqrt(d))
 
 
 def _attach_operators(cls) -> None:

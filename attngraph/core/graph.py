@@ -177,9 +177,13 @@ class Graph:
         return result
 
     def compile(self, device: str = "cpu", seed: int = 0):
-        """A callable running this graph on ``device``: ``graph.compile()(x=...)``. See ``Executable``."""
+        """A callable running this graph on ``device``: ``graph.compile()(x=...)``. See ``Executable``.
+        The graph is optimized first (``core.passes``: folding, CSE, fusion, dead code), unless debug mode
+        is on, which runs the graph as traced."""
+        from .debug import enabled as debugging
         from .executor import Executable
-        return Executable(self, device, seed)
+        from .passes import optimize
+        return Executable(self if debugging() else optimize(self), device, seed)
 
     def grad(self, wrt=None, output: str | None = None) -> "Graph":
         """This graph plus the gradient of a scalar output; see ``autodiff.grad``."""

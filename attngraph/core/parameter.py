@@ -7,13 +7,16 @@ import numpy as np
 class Parameter:
     """A trainable array. Graphs hold the ``Parameter`` itself, so updating ``data`` in place (an optimizer
     step) or assigning a new array of the same shape and dtype changes what every compiled graph computes.
-    ``name`` is the dotted path the owning module gives it (``encoder.layers.0.attn.w_q.weight``)."""
+    ``name`` is the dotted path the owning module gives it (``encoder.layers.0.attn.w_q.weight``).
+
+    ``data`` is a NumPy array, or a CUDA device array after ``to("cuda")``: graphs compiled for "cuda" then use
+    it in place, and an optimizer can update it on the GPU (see attngraph/core/executor.py)."""
 
     __array_priority__ = 100
     __array_ufunc__ = None      # NumPy defers to the graph operators: ``array @ parameter`` builds a node
 
     def __init__(self, data, trainable: bool = True, name: str | None = None):
-        self.data = np.ascontiguousarray(data)
+        self.data = np.require(data, requirements="C")
         if self.data.dtype.kind != "f":
             raise TypeError(f"a parameter must hold floating-point values, not {self.data.dtype}")
         self.trainable = trainable
@@ -23,5 +26,26 @@ class Parameter:
     dtype = property(lambda self: self.data.dtype)
     size = property(lambda self: self.data.size)
 
+    @property
+    def device(self) -> str:
+        """Where ``data`` lives: "cpu" (a NumPy array) or "cuda" (a device array)."""
+        return "cpu" if isinstance(self.data, np.ndarray) else "cuda"
+
+    def to(self, device: str) -> "Parameter":
+        """Move ``data`` to ``device`` ("cpu" or "cuda"); DeviceError when that device cannot run."""
+        from .executor import get_device
+        self.data = get_device(device).put(self.data)
+        return self
+
+    def numpy(self) -> np.ndarray:
+        """A NumPy copy of the values, wherever they live."""
+        return np.array(self.data, copy=True) if self.device == "cpu" else self.data.copy_to_host()
+
+    def assign(self, values) -> None:
+        """Replace the values with the host array ``values``, keeping the parameter on its device."""
+        from .executor import get_device
+        self.data = get_device(self.device).put(np.asarray(values, order="C"))
+
     def __repr__(self):
-        return f"Parameter({self.name or ''}{list(self.shape)}, {self.dtype}, trainable={self.trainable})"
+        where = "" if self.device == "cpu" else f", device={self.device!r}"
+        return f"Parameter({self.name or ''}{list(self.shape)}, {self.dtype}, trainable={self.trainable}{where})"

@@ -5,6 +5,8 @@ are the readable version of the math; the fused kernels are what models run.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import functional as F
@@ -43,3 +45,9 @@ def cross_entropy(logits, targets, ignore_index: int | None = None):
         return F.mean(nll)
     keep = F.not_equal(targets, ignore_index).astype(as_node(logits).dtype)
     return F.sum(nll * keep) / F.maximum(F.sum(keep), 1.0)
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, causal: bool = False):
+    """softmax(q kᵀ / √d, mask, causal) v, with the Tq × Tk scores and weights as graph nodes."""
+    scores = F.matmul(q, F.swapaxes(k, -1, -2)) * (1 / math.sqrt(as_node(q).shape[-1]))
+    return F.matmul(F.softmax(scores, mask=mask, causal=causal), v)

@@ -1,6 +1,9 @@
-"""Runnable demos: each trains a real model on a task it generates and writes what it learned.
+"""Runnable demos: each trains a real model, evaluates it on held-out data and writes what it learned.
 
-``attngraph demo NAME`` and ``python demos/NAME.py`` both run ``attngraph.demos.NAME.main``.
+``attngraph demo NAME [--out DIR] [--steps N] ...`` and ``python demos/NAME.py`` both run
+``attngraph.demos.NAME.main``; ``--help`` shows a demo's configuration. Each writes into its output
+folder (default ``runs/NAME``) metrics.json, train.jsonl, loss.svg, graph.svg and attention heatmaps;
+``common`` holds what they share.
 """
-DEMOS = ("recall",)
-DEFAULT = "recall"
+DEMOS = ("copy", "dates", "sort", "shakespeare", "polarity", "reviews", "recall")
+DEFAULT = "copy"

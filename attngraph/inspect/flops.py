@@ -10,12 +10,14 @@ counts 2. Per op:
 - ``sum max``: 1 per input element; ``scatter_add``: 1 per added element.
 - ``softmax log_softmax``: 5 per element (max, subtract, exp, sum, divide); ``softmax_grad
   log_softmax_grad``: 4.
-- ``layer_norm``: 8 per element, ``layer_norm_grad``: 10; ``cross_entropy cross_entropy_grad``: 5 per
-  logit; ``dropout``: 2 per element.
+- ``layer_norm``: 8 per element, ``layer_norm_grad``: 10, ``layer_norm_params_grad``: 8 per input element;
+  ``cross_entropy cross_entropy_grad``: 5 per logit; ``dropout``: 2 per element; ``gelu_grad``: 14 per
+  element.
+- ``attention`` (fused, flash-style): per score 2·d (q·k) + 1 (scale) + 5 (softmax) + 2·dv (mixing), over
+  the whole Tq × Tk matrix even when causal — as the composition counts them; ``attention_grad``: per score
+  6·d + 4·dv + 9 (the recomputed scores and the three gradient products).
 - 0, for data movement and integer work: ``reshape transpose broadcast_to getitem scatter_slice concat
   gather astype stop_gradient size arange relative_distance logical_and logical_or logical_not``.
-
-Attention has no primitive of its own: its FLOPs are those of its matmuls, scaling and softmax.
 
 Symbolic dimensions must be bound to count: ``binding(graph, B=32, T=128)``. A symbol left unbound counts
 as 1, and every report says which binding it used.

@@ -72,7 +72,14 @@ class Module:
     def astype(self, dtype) -> "Module":
         """Cast every parameter to ``dtype`` in place (float64 for gradient checks)."""
         for p in self.parameters():
-            p.data = p.data.astype(dtype)
+            p.assign(p.numpy().astype(dtype))
+        return self
+
+    def to(self, device: str) -> "Module":
+        """Move every parameter to ``device`` ("cpu" or "cuda"), in place, as PyTorch's ``Module.to``. On "cuda"
+        they then stay on the GPU: graphs compiled for "cuda" use them there, without a copy per call."""
+        for p in self.parameters():
+            p.to(device)
         return self
 
     def train(self, mode: bool = True) -> "Module":
@@ -84,8 +91,8 @@ class Module:
         return self.train(False)
 
     def state_dict(self) -> dict[str, np.ndarray]:
-        """Copies of every parameter's array, keyed by dotted path."""
-        return {name: p.data.copy() for name, p in self.named_parameters()}
+        """Copies of every parameter's array (NumPy, wherever the parameter lives), keyed by dotted path."""
+        return {name: p.numpy() for name, p in self.named_parameters()}
 
     def load_state_dict(self, state: dict[str, np.ndarray], strict: bool = True) -> None:
         """Copy ``state`` into the parameters. Everything is checked before anything is written: missing or
@@ -104,7 +111,7 @@ class Module:
         if problems:
             raise CheckpointError("state does not fit the model:\n  " + "\n  ".join(sorted(problems)))
         for name in own.keys() & state.keys():
-            own[name].data = np.array(state[name], copy=True)
+            own[name].assign(np.array(state[name], copy=True))
 
     def summary(self, **inputs):
         """Trace this module on ``inputs`` (``ag.Input`` specs or arrays) and summarize the graph."""

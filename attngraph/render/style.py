@@ -8,8 +8,10 @@ import math
 
 FAMILIES = {
     "linear algebra": ("#c6dbef", "matmul"),
-    "activation": ("#c7e9c0", "exp log sqrt tanh sigmoid relu erf gelu"),
-    "normalization": ("#fdd0a2", "softmax softmax_grad log_softmax log_softmax_grad layer_norm layer_norm_grad"),
+    "attention": ("#9ecae1", "attention attention_grad"),
+    "activation": ("#c7e9c0", "exp log sqrt tanh sigmoid relu erf gelu gelu_grad"),
+    "normalization": ("#fdd0a2", ("softmax softmax_grad log_softmax log_softmax_grad layer_norm layer_norm_grad "
+                                  "layer_norm_params_grad")),
     "loss": ("#fcbba1", "cross_entropy cross_entropy_grad"),
     "reduction": ("#dadaeb", "sum max size"),
     "random": ("#d0ece7", "dropout"),

@@ -121,22 +121,16 @@ def relu(x):
     return x if not x <= 0 else type(x)(0)
 
 
-_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
-_SQRT_HALF = math.sqrt(0.5)
-
-
 @Elementwise
 def gelu_tanh(x):
     """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3))), the tanh approximation of GELU"""
-    t = type(x)
-    return t(0.5) * x * (t(1) + mathfn.tanh(t(_SQRT_2_OVER_PI) * (x + t(0.044715) * x * x * x)))
+    return mathfn.gelu_tanh(x)
 
 
 @Elementwise
 def gelu_erf(x):
     """0.5 x (1 + erf(x / sqrt 2)), the exact GELU"""
-    t = type(x)
-    return t(0.5) * x * (t(1) + mathfn.erf(x * t(_SQRT_HALF)))
+    return mathfn.gelu_erf(x)
 
 
 @NanQuiet

@@ -8,3 +8,20 @@ def rows(a):
     """a as a C-contiguous (R, T) array of its rows along the last axis (a view when a is contiguous)."""
     a = np.asarray(a)
     return np.ascontiguousarray(a).reshape(math.prod(a.shape[:-1]), a.shape[-1])
+
+
+def mask_rows(mask, shape):
+    """A boolean mask (None: all True) broadcasting to ``shape`` (..., T) as its distinct rows and an index.
+
+    Returns ``(mask_rows, mask_index)``: the C-contiguous (Rm, T) rows of the mask itself, and for each of
+    the prod(shape[:-1]) rows of ``shape`` the index of its mask row. A (B, 1, 1, T) padding mask costs
+    B·H·Tq indices, never a B·H·Tq·T array. Raises ValueError when the mask does not broadcast."""
+    mask = np.ones(shape[-1:], bool) if mask is None else np.asarray(mask, bool)
+    try:
+        np.broadcast_to(mask, shape)
+    except ValueError:
+        raise ValueError(f"mask of shape {mask.shape} does not broadcast to shape {tuple(shape)}") from None
+    mask = mask.reshape((1,) * (len(shape) - mask.ndim) + mask.shape)
+    distinct = rows(np.broadcast_to(mask, mask.shape[:-1] + tuple(shape[-1:])))
+    index = np.arange(len(distinct)).reshape(mask.shape[:-1])
+    return distinct, np.broadcast_to(index, tuple(shape[:-1])).ravel()

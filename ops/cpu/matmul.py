@@ -1,9 +1,11 @@
 """Matrix product with NumPy's batching rules, through BLAS (np.dot inside numba, needs SciPy).
 
-a is (..., M, K) and b is (..., K, N), both at least 2-D; the batch dims broadcast and the result is
-(..., M, N). When b is one matrix, a's batch folds into its rows: one large BLAS call. Otherwise the
-products a[ia[i]] @ b[ib[i]] of the flattened batch go into out[i]; the index arrays implement
-broadcasting without copying a or b. np.dot always writes into `out`: returning np.dot's result into
+op(a) is (..., M, K) and op(b) is (..., K, N), both at least 2-D, where op(x) is x or, when its
+``transpose_`` flag is set, x with its last two axes swapped: BLAS reads a transposed operand in place
+(as a Fortran-ordered matrix), so a graph's ``matmul(transpose(x), y)`` needs no copy of x. The batch
+dims broadcast and the result is (..., M, N). When b is one matrix and a is not transposed, a's batch
+folds into its rows: one large BLAS call. Otherwise the products op(a[ia[i]]) @ op(b[ib[i]]) of the
+flattened batch go into out[i]; the index arrays implement broadcasting without copying a or b. np.dot always writes into `out`: returning np.dot's result into
 out[i] compiles 10x slower.
 
 Threads: OpenBLAS (SciPy's, which numba calls) runs a product of M*K*N <= 2**18 on one thread and
@@ -21,16 +23,19 @@ from ops.cpu.threads import parallel_kernel
 _BLAS_SERIAL_MAX = 2 ** 18     # OpenBLAS's threshold (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD)
 
 
-def matmul(a, b):
-    """a @ b for a (..., M, K) and b (..., K, N)."""
+def matmul(a, b, transpose_a=False, transpose_b=False):
+    """op(a) @ op(b) for op(a) (..., M, K) and op(b) (..., K, N)."""
     a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
-    (m, k), n = a.shape[-2:], b.shape[-1]
-    if b.ndim == 2:
-        return _matmul_2d(a.reshape(math.prod(a.shape[:-1]), k), b).reshape(*a.shape[:-1], n)
+    m, k = a.shape[:-3:-1] if transpose_a else a.shape[-2:]
+    n = b.shape[-2] if transpose_b else b.shape[-1]
+    if b.ndim == 2 and (a.ndim == 2 or not transpose_a):
+        a2 = a.T if transpose_a else a.reshape(math.prod(a.shape[:-1]), k)
+        return _matmul_2d(a2, b.T if transpose_b else b).reshape(*a.shape[:-2], m, n)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    out = _matmul_batched(a.reshape(math.prod(a.shape[:-2]), m, k), b.reshape(math.prod(b.shape[:-2]), k, n),
+    out = _matmul_batched(a.reshape((math.prod(a.shape[:-2]),) + a.shape[-2:]),
+                          b.reshape((math.prod(b.shape[:-2]),) + b.shape[-2:]),
                           _batch_index(a.shape[:-2], batch), _batch_index(b.shape[:-2], batch),
-                          m * k * n <= _BLAS_SERIAL_MAX)
+                          m * k * n <= _BLAS_SERIAL_MAX, transpose_a, transpose_b)
     return out.reshape(*batch, m, n)
 
 
@@ -41,20 +46,35 @@ def _batch_index(shape, batch):
 
 @njit(cache=True)
 def _matmul_2d(a, b):
-    """a @ b for 2-D a and b; BLAS uses its own threads"""
+    """a @ b for 2-D a and b, either of them C- or Fortran-ordered; BLAS uses its own threads"""
     out = np.empty((a.shape[0], b.shape[1]), a.dtype)
     np.dot(a, b, out)
     return out
 
 
 @parallel_kernel
-def _matmul_batched(a, b, ia, ib, threaded):
-    """out[i] = a[ia[i]] @ b[ib[i]], on numba's threads if `threaded`, else on BLAS's"""
-    out = np.empty((ia.size, a.shape[1], b.shape[2]), a.dtype)
+def _matmul_batched(a, b, ia, ib, threaded, transpose_a, transpose_b):
+    """out[i] = op(a[ia[i]]) @ op(b[ib[i]]), on numba's threads if `threaded`, else on BLAS's"""
+    m = a.shape[2] if transpose_a else a.shape[1]
+    n = b.shape[1] if transpose_b else b.shape[2]
+    out = np.empty((ia.size, m, n), a.dtype)
     if threaded:
         for i in prange(ia.size):
-            np.dot(a[ia[i]], b[ib[i]], out[i])
+            _dot(a[ia[i]], b[ib[i]], out[i], transpose_a, transpose_b)
     else:
         for i in range(ia.size):
-            np.dot(a[ia[i]], b[ib[i]], out[i])
+            _dot(a[ia[i]], b[ib[i]], out[i], transpose_a, transpose_b)
     return out
+
+
+@njit(cache=True)
+def _dot(a, b, out, transpose_a, transpose_b):
+    """out = op(a) @ op(b); each branch passes BLAS a C- or a Fortran-ordered matrix, never a copy"""
+    if transpose_a and transpose_b:
+        np.dot(a.T, b.T, out)
+    elif transpose_a:
+        np.dot(a.T, b, out)
+    elif transpose_b:
+        np.dot(a, b.T, out)
+    else:
+        np.dot(a, b, out)

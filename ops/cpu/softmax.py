@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit, prange
 
 from ops.cpu import mathfn
-from ops.cpu.layout import rows
+from ops.cpu.layout import mask_rows, rows
 from ops.cpu.threads import parallel_kernel
 
 
@@ -53,16 +53,7 @@ def _rows_and_masking(x, mask, causal):
     shape = np.shape(x)
     if causal and len(shape) < 2:
         raise ValueError(f"causal masking needs x with at least 2 dims (..., Tq, Tk), got shape {shape}")
-    mask = np.ones(shape[-1:], bool) if mask is None else np.asarray(mask, bool)
-    try:
-        np.broadcast_to(mask, shape)
-    except ValueError:
-        raise ValueError(f"mask of shape {mask.shape} does not broadcast to x's shape {shape}") from None
-    mask = mask.reshape((1,) * (len(shape) - mask.ndim) + mask.shape)
-    mask_rows = rows(np.broadcast_to(mask, mask.shape[:-1] + shape[-1:]))
-    mask_index = np.arange(len(mask_rows)).reshape(mask.shape[:-1])
-    return (rows(x), mask_rows, np.broadcast_to(mask_index, shape[:-1]).ravel(),
-            causal, shape[-2] if causal else 1)
+    return (rows(x), *mask_rows(mask, shape), causal, shape[-2] if causal else 1)
 
 
 @njit(cache=True)

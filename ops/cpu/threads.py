@@ -5,14 +5,23 @@ wait for one another at every barrier: measured here, tiny kernels went from 3 Â
 small training step ran 5x slower than on one thread. ``parallel_kernel`` therefore compiles a kernel
 with ``parallel=True`` and runs it on the calling thread alone when its first argument has fewer than
 ``PARALLEL_MIN_SIZE`` elements (NUMBA.md: threads pay from ~10-50k elements).
+
+Larger kernels still meet the barriers, where GNU OpenMP's threads spin (300,000 rounds by default) in
+the hope that the others arrive soon: with another process on one of the two cores, the spinning thread
+holds the core that the late one needs. The benchmarks' GPT training step took 315-330 ms so, against
+60-70 ms with ``OMP_WAIT_POLICY=passive`` (threads sleep at once), measured back to back at a load of
+2.5-3. Importing this module sets that policy unless the environment already sets one; it must precede
+the first parallel kernel call, which starts Numba's OpenMP runtime.
 """
 import functools
+import os
 
 import numba
 import numpy as np
 from numba import njit, prange
 
 PARALLEL_MIN_SIZE = 32_768
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 
 def parallel_kernel(fn=None, **options):

@@ -1,7 +1,8 @@
 """Fused neural-network primitives: masked softmax and log-softmax, layer norm, cross-entropy, dropout.
 
-Each is one kernel forward and one kernel backward; the backward kernels are primitives too (``*_grad``),
-first-order only. The unfused compositions stay available in ``functional`` for reference and tests.
+Each is one kernel forward and one kernel backward (layer norm: two, for dx and for (dγ, dβ)); the backward
+kernels are primitives too (``*_grad``), first-order only. The unfused compositions stay available in
+``unfused`` for reference and tests.
 """
 from math import prod
 
@@ -50,8 +51,9 @@ def layer_norm_rule(x, weight, bias, eps):
 
 
 def layer_norm_vjp(g, y, x, weight, bias, eps):
-    """dx by the fused kernel; dγ = Σ g∘x̂ and dβ = Σ g over the leading axes (autodiff does the sums)."""
-    return F.emit("layer_norm_grad", g, x, weight, eps=eps), g * F.layer_norm(x, eps=eps), g
+    """dx, and dγ = Σ g∘x̂ and dβ = Σ g over the leading axes, by two fused kernels."""
+    params = F.emit("layer_norm_params_grad", g, x, eps=eps)
+    return F.emit("layer_norm_grad", g, x, weight, eps=eps), params[0], params[1]
 
 
 def cross_entropy_rule(logits, targets, ignore_index):
@@ -91,6 +93,9 @@ define("layer_norm", layer_norm_rule, flops=per_element(8), vjp=layer_norm_vjp,
        cpu=lambda x, weight, bias, eps: ln.layer_norm(x, weight, bias, eps))
 define("layer_norm_grad", lambda g, x, weight, eps: (x.shape, same_dtype(g, x, weight)), flops=per_element(10),
        cpu=lambda g, x, weight, eps: ln.layer_norm_backward(g, x, weight, eps), vjp=first_order_only)
+define("layer_norm_params_grad", lambda g, x, eps: ((2,) + x.shape[-1:], same_dtype(g, x)), flops=lambda out, g, x, eps: 8 * prod(x),
+       cpu=lambda g, x, eps: ln.layer_norm_params_backward(g, x, eps), vjp=first_order_only,
+       doc="(dγ, dβ) stacked: Σ g∘x̂ and Σ g over every axis but the last")
 define("cross_entropy", cross_entropy_rule, flops=lambda out, logits, targets, ignore_index: 5 * prod(logits),
        cpu=lambda logits, targets, ignore_index: xent.cross_entropy(rows(logits), targets.reshape(-1), ignore_index),
        vjp=lambda g, y, logits, targets, ignore_index: (

@@ -1,0 +1,29 @@
+"""Graph passes, run by ``graph.compile`` before the schedule is built; each a function Graph -> Graph
+written as one loop over the nodes (see ``rewrite``):
+
+  fold            constant subgraphs and shape-only ops evaluated once, at compile time
+  fuse            transposes absorbed into matmuls, a bias add into the GELU after it
+  fuse_attention  composed attention (and its gradient) into the fused flash-style primitive
+  simplify        transpose and reshape chains composed, broadcasts left to the kernels, x·1, x+0 dropped
+  cse             duplicate computations merged
+  dce             nodes that no output depends on dropped
+
+``optimize(graph)`` runs them in that order. Debug mode (``attngraph.core.debug``) runs the user's graph
+as traced, node for node. Every node of an optimized graph keeps the scope, name, source line and
+``grad_of`` of the user's node it stands for, so errors and drawings name the user's code.
+"""
+from ..graph import Graph
+from .attention import fuse_attention
+from .cse import cse
+from .dce import dce
+from .fold import fold
+from .fuse import fuse
+from .simplify import simplify
+
+PASSES = (fold, fuse, fuse_attention, simplify, cse, dce)
+
+
+def optimize(graph: Graph) -> Graph:
+    for run in PASSES:
+        graph = run(graph)
+    return graph

@@ -1,0 +1,146 @@
+"""Attention fusion: the composed attention that modules trace, and the gradient autodiff derives from it,
+become the fused flash-style primitive and its backward kernel.
+
+Attention modules trace softmax(q kᵀ · c) v as separate nodes, so that the weights can be drawn and read
+back; unless something does read them, their Tq × Tk scores and weights are only work and memory. After
+``fuse`` has absorbed the transposes into the matmuls, a site reads
+
+  forward    s = matmul(q, k, transpose_b)    z = mul(s, c)    p = softmax(z[, mask], causal)
+             o = matmul(p, v)
+  backward   dv = matmul(p, g, transpose_a)   dp = matmul(g, v, transpose_b)   dz = softmax_grad(dp, p)
+             ds = mul(dz, c)   dq = matmul(ds, k)   dkᵀ = matmul(q, ds, transpose_a)
+
+for the gradient g of o, and becomes
+
+  o = attention(q, k, v[, mask], causal, scale=c)     grads = attention_grad(g, o, q, k, v[, mask], ...)
+  dq, dk, dv = the three parts of grads                dkᵀ = transpose(dk)
+
+A site is fused only when nothing else reads s, z, p, dp, dz or ds (an attention map made an output keeps
+the composed graph), c is a positive scalar constant, q, k and v share their batch shape, and the fused
+gradient can hold Tq and Tk (``prims.attention.packable``). Without a backward, only the forward is
+fused; parts of the backward that are not there (no dv for constant values) are not made.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..graph import Graph, Node
+from ..prims.attention import gradient_parts, packable
+from ..primitive import lookup
+from .rewrite import rewrite
+
+
+@dataclass(eq=False)
+class Site:
+    q: Node
+    k: Node
+    v: Node
+    mask: tuple[Node, ...]
+    causal: bool
+    scale: float
+    output: Node
+    inner: tuple[Node, ...]                     # the nodes fusion removes
+    g: Node | None = None                       # the output's gradient, when there is a backward
+    gradients: dict[Node, int] = field(default_factory=dict)    # replaced node → part (0 dq, 1 dkᵀ, 2 dv)
+    fused: list = field(default_factory=list)   # the new output node, then the new attention_grad node
+
+
+def fuse_attention(graph: Graph) -> Graph:
+    live = set(graph.topological_order())       # autodiff and ``fuse`` leave nodes nothing reads
+    users = {node: [u for u in readers if u in live] for node, readers in graph.users().items()}
+    sites = {}
+    for node in graph.nodes:
+        site = _match(node, users)
+        if site is not None:
+            sites.update({n: site for n in (site.output, *site.inner, *site.gradients)})
+    if not sites:
+        return graph
+    env: dict[Node, Node] = {}
+
+    def visit(node, inputs, copy):
+        site = sites.get(node)
+        if site is None:
+            # a node reading one that fusion removes is itself read by no output (it was checked): drop it
+            return None if any(x is None for x in inputs) else copy(node, inputs)
+        if node in site.inner:
+            return None
+        operands = tuple(env[x] for x in (site.q, site.k, site.v, *site.mask))
+        attrs = {"causal": site.causal, "scale": site.scale}
+        if node is site.output:
+            output = copy(node, operands, op="attention", attrs=attrs)
+            site.fused.append(output)
+            env.update({n: output for n in site.inner[:3]})     # it stands for the scores and weights too
+            return output
+        if len(site.fused) == 1:
+            inputs = (env[site.g], site.fused[0], *operands)
+            shape, dtype = lookup("attention_grad").infer(*inputs, **attrs)
+            site.fused.append(copy(node, inputs, op="attention_grad", attrs=attrs, shape=shape, dtype=dtype))
+        grads, part = site.fused[1], site.gradients[node]
+        index = gradient_parts(*operands[:3], grads)[part]
+        value = copy(node, (grads,), op="getitem", attrs={"index": index},
+                     shape=node.shape[:-2] + node.shape[:-3:-1] if part == 1 else node.shape)
+        if part == 1:                           # the graph wants dkᵀ
+            rank = len(node.shape)
+            value = copy(node, (value,), op="transpose", attrs={"perm": tuple(range(rank - 2)) + (rank - 1, rank - 2)})
+        return value
+
+    return rewrite(graph, visit, env)
+
+
+def _flags(node) -> tuple[bool, bool]:
+    return bool(node.attrs.get("transpose_a")), bool(node.attrs.get("transpose_b"))
+
+
+def _scalar(node) -> float | None:
+    return float(node.value.reshape(())) if node.op == "constant" and node.value.size == 1 else None
+
+
+def _match(output: Node, users: dict) -> Site | None:
+    """The site whose output is ``output``, when the whole pattern is there and private to it."""
+    if output.op != "matmul" or _flags(output) != (False, False) or output.inputs[0].op != "softmax":
+        return None
+    p, v = output.inputs
+    z, *mask = p.inputs
+    if z.op != "mul":
+        return None
+    s, c = z.inputs if _scalar(z.inputs[1]) is not None else z.inputs[::-1]
+    scale = _scalar(c)
+    if scale is None or not scale > 0 or s.op != "matmul" or _flags(s) != (False, True):
+        return None
+    q, k = s.inputs
+    if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]) or not packable(q.shape[-2], k.shape[-2]) \
+            or s.shape != z.shape or users[s] != [z] or users[z] != [p]:
+        return None
+    site = Site(q, k, v, tuple(mask), p.attrs["causal"], scale, output, (s, z, p))
+    backward = [n for n in users[p] if n is not output]
+    return site if not backward or _match_backward(site, backward, users) else None
+
+
+def _match_backward(site: Site, users_of_p: list, users: dict) -> bool:
+    """Complete ``site`` with its backward; False when the backward is not the pattern's."""
+    p = site.inner[2]
+    grads = [n for n in users_of_p if n.op == "softmax_grad"]
+    if len(grads) != 1 or grads[0].inputs[1] is not p or len(grads[0].inputs) != 2:
+        return False
+    dz = grads[0]
+    dp = dz.inputs[0]
+    if dp.op != "matmul" or _flags(dp) != (False, True) or dp.inputs[1] is not site.v or users[dp] != [dz] \
+            or len(users[dz]) != 1:
+        return False
+    site.g, ds = dp.inputs[0], users[dz][0]
+    if ds.op != "mul" or ds.inputs[0] is not dz or _scalar(ds.inputs[1]) != site.scale:
+        return False
+    for n in users_of_p:
+        if n is not dz:
+            if n.op != "matmul" or _flags(n) != (True, False) or n.inputs != (p, site.g):
+                return False
+            site.gradients[n] = 2
+    for n in users[ds]:
+        if n.op == "matmul" and _flags(n) == (False, False) and n.inputs == (ds, site.k):
+            site.gradients[n] = 0
+        elif n.op == "matmul" and _flags(n) == (True, False) and n.inputs == (site.q, ds):
+            site.gradients[n] = 1
+        else:
+            return False
+    site.inner += (dp, dz, ds)
+    return True

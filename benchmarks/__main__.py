@@ -1,0 +1,86 @@
+"""``python -m benchmarks [NAME ...] [--json] [--rounds N]``: run cases, print a table or JSON lines."""
+from __future__ import annotations
+
+import os
+
+# Every OpenMP runtime in the process (Numba's, PyTorch's) lets idle threads sleep: the sides alternate,
+# and threads one side leaves spinning would take the cores the other is timed on. attngraph sets this
+# for its own runtime (ops/cpu/threads.py); PyTorch's must see it before it is imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+
+from .cases import CASES  # noqa: E402
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("names", nargs="*", metavar="NAME", help=f"cases to run (default: all): {', '.join(CASES)}")
+    parser.add_argument("--json", action="store_true", help="print one JSON object per case instead of a table")
+    parser.add_argument("--rounds", type=int, default=15, help="timed runs of each side per case (default 15)")
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.names if name not in CASES]
+    if unknown:
+        parser.error(f"unknown case(s) {', '.join(unknown)}; cases: {', '.join(CASES)}")
+    if not args.json:
+        print(header())
+    for name in args.names or list(CASES):
+        record = CASES[name](args.rounds)
+        print(json.dumps(record) if args.json else row(record), flush=True)
+    return 0
+
+
+def header() -> str:
+    from .cases import tr
+    from ops.cpu.threads import threading_info
+    layer, threads = threading_info()
+    torch = f"torch {tr.torch.__version__} ({tr.torch.get_num_threads()} threads)" if tr else "torch not installed"
+    return (f"{_cpu()}, {os.cpu_count()} cores; numpy {np.__version__}, numba {numba.__version__} ({layer}, "
+            f"{threads} threads), {torch}; OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}\n"
+            f"median [interquartile range] per run; ratio = median over rounds of attngraph / reference\n")
+
+
+def _cpu() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
+def _time(summary: dict) -> str:
+    return f"{_ms(summary['median_s'])} [{_ms(summary['p25_s'])}-{_ms(summary['p75_s'])}]"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
+
+
+def row(record: dict) -> str:
+    """One case as a few aligned lines."""
+    status = {True: "met", False: "MISSED", None: "no reference"}[record["met"]]
+    lines = [f"{record['name']}  {json.dumps(record['config'])}  load {record['load'][0]}-{record['load'][1]}"]
+    if record["name"] == "compile":
+        for kind in ("cold", "warm"):
+            r = record[kind]
+            lines.append(f"  {kind:<10} {r['seconds']:.2f} s (import {r['import_s']:.2f} s, trace and graph "
+                         f"compile {r['trace_s']:.2f} s, first step {r['step_s']:.2f} s)")
+    else:
+        for side in ("attngraph", "torch", "numpy"):
+            if side in record:
+                peak = record[side]["peak_bytes"]
+                memory = f"peak +{peak / 2 ** 20:.1f} MiB" if peak is not None else ""
+                share = f"ratio {record['ratio'][side]:.2f}" if side in record["ratio"] else ""
+                lines.append(f"  {side:<10} {_time(record[side]):<34} {memory:<18} {share}")
+    lines.append(f"  target: {record['target']}: {status}\n")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""The benchmark cases: each builds its inputs, times attngraph against its references and returns a
+record (a JSON-able dict; see ``__main__``). Every attngraph side runs through a compiled graph, as a user's
+code would, its gradients included; the references compute the same: Σ f(x) ∘ g and its gradients."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from typing import Callable
+
+import numpy as np
+
+import attngraph as ag
+from attngraph.models.gpt import GPT
+from attngraph.train.optim import AdamW
+
+from . import numpy_reference as npr
+from .harness import compare, load, ratio
+
+try:
+    from . import torch_reference as tr
+except ImportError:         # PyTorch is optional: the pyproject's `bench` extra
+    tr = None
+
+MiB = 2 ** 20
+CASES: dict[str, Callable[[int], dict]] = {}
+
+
+def case(fn):
+    CASES[fn.__name__] = fn
+    return fn
+
+
+def versus(name: str, config: dict, attngraph: Callable, references: dict, rounds: int, target: str,
+           met: Callable[[dict], bool | None]) -> dict:
+    """Time attngraph and the references that are installed (None: not installed); the record."""
+    runs = {"attngraph": attngraph, **{k: v for k, v in references.items() if v is not None}}
+    before = load()
+    timings = compare(runs, rounds)
+    record = {"name": name, "config": config, "load": [round(before, 2), round(load(), 2)]}
+    record.update({side: timing.summary() for side, timing in timings.items()})
+    record["ratio"] = {side: ratio(timings["attngraph"], timing) for side, timing in timings.items()
+                       if side != "attngraph"}
+    record["target"] = target
+    record["met"] = met(record)
+    return record
+
+
+def ratio_at_most(reference: str, limit: float) -> tuple[str, Callable]:
+    """The target ``attngraph / reference ≤ limit`` (None when the reference is not installed)."""
+    return (f"attngraph/{reference} <= {limit:g}",
+            lambda record: record["ratio"][reference] <= limit if reference in record["ratio"] else None)
+
+
+def gradient_step(f, arrays: dict[str, np.ndarray], wrt: list[str]) -> Callable:
+    """A compiled graph computing Σ f(**arrays) ∘ g and its gradients with respect to ``wrt``."""
+    graph = ag.trace(lambda g, **xs: ag.sum(f(**xs) * g), **arrays)
+    step = graph.grad(wrt=wrt).compile()
+    return lambda: step(**arrays)
+
+
+def gpt(width: int, heads: int, layers: int, length: int, batch: int, rounds: int, name: str) -> dict:
+    """A training step of GPT (vocabulary 65, d_ff = 4·width, no dropout): forward, backward, AdamW."""
+    vocab, rng = 65, np.random.default_rng(0)
+    tokens, targets = (rng.integers(0, vocab, (batch, length)) for _ in range(2))
+    model = GPT(vocab, width, heads, layers, 4 * width, length, dropout=0.0, rng=rng)
+    graph = ag.trace(lambda tokens, targets: ag.cross_entropy(model(tokens), targets), tokens=tokens,
+                     targets=targets)
+    params = [node for node in graph.parameters.values() if not node.stop_gradient]
+    step = graph.grad(wrt=params).compile()
+    optimizer = AdamW([(node.name, node.value) for node in params], lr=3e-4)
+
+    def attngraph_step():
+        _, *grads = step(tokens=tokens, targets=targets)
+        optimizer.step(grads)
+
+    config = dict(vocab=vocab, width=width, heads=heads, layers=layers, T=length, batch=batch, optimizer="AdamW")
+    return versus(name, config, attngraph_step,
+                  {"torch": tr and tr.gpt_step(vocab, width, heads, layers, tokens, targets)}, rounds,
+                  *ratio_at_most("torch", 1.0))
+
+
+@case
+def gpt_step(rounds: int) -> dict:
+    return gpt(128, 4, 2, 64, 32, rounds, "gpt_step")
+
+
+@case
+def gpt_step_large(rounds: int) -> dict:
+    return gpt(256, 4, 4, 128, 16, rounds, "gpt_step_large")
+
+
+def attention_case(name: str, batch: int, heads: int, length: int, dim: int, rounds: int, target) -> dict:
+    """Causal scaled-dot-product attention, forward and backward with respect to q, k and v."""
+    rng = np.random.default_rng(0)
+    q, k, v, g = (rng.standard_normal((batch, heads, length, dim), np.float32) for _ in range(4))
+    config = dict(B=batch, H=heads, T=length, d=dim, causal=True)
+    return versus(name, config,
+                  gradient_step(lambda q, k, v: ag.scaled_dot_product_attention(q, k, v, causal=True),
+                                dict(q=q, k=k, v=v, g=g), ["q", "k", "v"]),
+                  {"torch": tr and tr.loss_and_grads(tr.attention, q, k, v, g, wrt=3),
+                   "numpy": lambda: npr.attention(q, k, v, g)}, rounds, *target)
+
+
+@case
+def attention(rounds: int) -> dict:
+    return attention_case("attention", 8, 4, 256, 32, rounds, ratio_at_most("torch", 1.0))
+
+
+@case
+def attention_long(rounds: int) -> dict:
+    limit = 64 * MiB
+    return attention_case("attention_long", 1, 4, 4096, 64, max(3, rounds // 3),
+                          ("attngraph peak extra memory < 64 MiB",
+                           lambda record: record["attngraph"]["peak_bytes"] < limit
+                           if record["attngraph"]["peak_bytes"] is not None else None))
+
+
+ROWS, COLUMNS = 4096, 1024
+
+
+@case
+def layernorm(rounds: int) -> dict:
+    rng = np.random.default_rng(0)
+    x, g = (rng.standard_normal((ROWS, COLUMNS), np.float32) for _ in range(2))
+    w, b = (rng.standard_normal(COLUMNS, np.float32) for _ in range(2))
+    return versus("layernorm", dict(shape=[ROWS, COLUMNS]),
+                  gradient_step(lambda x, w, b: ag.layer_norm(x, w, b), dict(x=x, w=w, b=b, g=g), ["x", "w", "b"]),
+                  {"torch": tr and tr.loss_and_grads(tr.layer_norm, x, w, b, g, wrt=3),
+                   "numpy": lambda: npr.layer_norm(x, w, b, g)}, rounds, *ratio_at_most("torch", 1.0))
+
+
+@case
+def softmax(rounds: int) -> dict:
+    rng = np.random.default_rng(0)
+    x, g = (rng.standard_normal((ROWS, COLUMNS), np.float32) for _ in range(2))
+    return versus("softmax", dict(shape=[ROWS, COLUMNS]),
+                  gradient_step(lambda x: ag.softmax(x), dict(x=x, g=g), ["x"]),
+                  {"torch": tr and tr.loss_and_grads(tr.softmax, x, g, wrt=1),
+                   "numpy": lambda: npr.softmax(x, g)}, rounds, *ratio_at_most("torch", 1.0))
+
+
+@case
+def cross_entropy(rounds: int) -> dict:
+    rng = np.random.default_rng(0)
+    logits = rng.standard_normal((ROWS, COLUMNS), np.float32)
+    targets = rng.integers(0, COLUMNS, ROWS)
+    step = ag.trace(lambda logits, targets: ag.cross_entropy(logits, targets), logits=logits,
+                    targets=targets).grad(wrt=["logits"]).compile()
+    return versus("cross_entropy", dict(shape=[ROWS, COLUMNS]), lambda: step(logits=logits, targets=targets),
+                  {"torch": tr and tr.cross_entropy(logits, targets),
+                   "numpy": lambda: npr.cross_entropy(logits, targets)}, rounds, *ratio_at_most("torch", 1.0))
+
+
+@case
+def matmul(rounds: int) -> dict:
+    """1024³ float32: the BLAS rate, NumPy's being the practical ceiling (≥ 0.95 of it)."""
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((1024, 1024), np.float32) for _ in range(2))
+    product = ag.trace(lambda a, b: a @ b, a=a, b=b).compile()
+    limit = 1 / 0.95
+    record = versus("matmul", dict(m=1024, k=1024, n=1024, dtype="float32"), lambda: product(a=a, b=b),
+                    {"torch": tr and tr.matmul(a, b), "numpy": lambda: a @ b}, 3 * rounds,
+                    f"rate >= 0.95 of numpy's (attngraph/numpy <= {limit:.3f})",
+                    lambda record: record["ratio"]["numpy"] <= limit)
+    record["gflops"] = {side: 2 * 1024 ** 3 / record[side]["median_s"] / 1e9 for side in ("attngraph", *record["ratio"])}
+    return record
+
+
+@case
+def compile(rounds: int) -> dict:
+    """The first training step of gpt_step in a fresh process, with an empty numba cache and then with the
+    cache that run filled (``benchmarks.first_step`` times it from before ``import attngraph``)."""
+    before = load()
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        cold, warm = (json.loads(subprocess.run([sys.executable, "-m", "benchmarks.first_step"], env=env,
+                                                check=True, capture_output=True, text=True).stdout)
+                      for _ in range(2))
+    return {"name": "compile", "config": {"case": "gpt_step", "NUMBA_CACHE_DIR": "fresh, then warm"},
+            "load": [round(before, 2), round(load(), 2)], "cold": cold, "warm": warm,
+            "target": "cold <= 60 s, warm <= 3 s",
+            "met": cold["seconds"] <= 60 and warm["seconds"] <= 3}

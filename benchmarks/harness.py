@@ -1,0 +1,104 @@
+"""Measurement: attngraph and its references timed in one process, alternating, with peak memory.
+
+``compare(runs, rounds)`` calls every function once to warm up (compilation, caches), once more to
+measure its peak memory, then ``rounds`` rounds in which each runs once, the order rotating from round
+to round so that none always follows the same neighbour. Times are wall-clock seconds, summarized by the
+median and the interquartile range; a ratio is the median of the per-round ratios, so that load from
+other processes, which drifts over seconds, hits both sides of a round alike.
+
+Peak memory is the resident set's high-water mark during one call above the resident set before it
+(Linux: ``/proc/self/status``, the mark reset through ``/proc/self/clear_refs``). For that one call glibc's
+malloc maps every block of 128 KiB or more on its own, and first returns the free memory it holds, so
+that the arrays the call allocates show in the resident set; then blocks up to 32 MiB come from the heap
+again, where freed arrays are reused without page faults (mapping every block cost the 1024³ matmul
+~10% and the GPT step several times its time).
+"""
+from __future__ import annotations
+
+import ctypes
+import gc
+import os
+import re
+import statistics
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable
+
+_M_MMAP_THRESHOLD = -3      # glibc's mallopt parameter
+MiB = 2 ** 20
+
+
+@contextmanager
+def _every_block_mapped():
+    """glibc's malloc maps blocks of 128 KiB and more and returns free memory first; no-op off glibc."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim(0)
+        libc.mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
+    except (OSError, AttributeError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        libc.mallopt(_M_MMAP_THRESHOLD, 32 * MiB)
+
+
+def _status(key: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            return int(re.search(rf"^{key}:\s+(\d+) kB", f.read(), re.M).group(1)) * 1024
+    except (OSError, AttributeError):
+        return None
+
+
+def peak_bytes(fn: Callable) -> int | None:
+    """Resident memory above the level before the call at its highest during one call of ``fn``; None
+    where /proc cannot tell."""
+    gc.collect()
+    with _every_block_mapped():
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")                            # resets VmHWM to the current VmRSS
+        except OSError:
+            return None
+        before = _status("VmRSS")
+        fn()
+        peak = _status("VmHWM")
+    return None if before is None or peak is None else max(peak - before, 0)
+
+
+@dataclass
+class Timing:
+    seconds: list[float]
+    peak_bytes: int | None
+
+    def summary(self) -> dict:
+        q1, median, q3 = statistics.quantiles(self.seconds, n=4, method="inclusive")
+        return {"median_s": median, "p25_s": q1, "p75_s": q3, "min_s": min(self.seconds),
+                "runs": len(self.seconds), "peak_bytes": self.peak_bytes}
+
+
+def compare(runs: dict[str, Callable], rounds: int) -> dict[str, Timing]:
+    """Time each function of ``runs`` ``rounds`` times, alternating (see the module's docstring)."""
+    for fn in runs.values():
+        fn()
+    peaks = {name: peak_bytes(fn) for name, fn in runs.items()}
+    names, seconds = list(runs), {name: [] for name in runs}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            start = time.perf_counter()
+            runs[name]()
+            seconds[name].append(time.perf_counter() - start)
+    return {name: Timing(seconds[name], peaks[name]) for name in names}
+
+
+def ratio(a: Timing, b: Timing) -> float:
+    """Median over rounds of a's time / b's time."""
+    return statistics.median(x / y for x, y in zip(a.seconds, b.seconds))
+
+
+def load() -> float:
+    """The one-minute load average (2 means both of these two cores busy)."""
+    return os.getloadavg()[0]

@@ -1,0 +1,254 @@
+"""Fused scaled dot-product attention, flash-style (Dao et al. 2022; FlashAttention-2, 2023): the Tq x Tk
+scores never exist in memory, only tiles of keys and values in shared memory and one row of state per query.
+
+The contract of ops/cpu/attention.py: q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv) with one batch shape,
+
+  attention = softmax(scale q kᵀ, mask, causal) v,   scale = 1 / sqrt(d) unless given,
+
+query i sees key j when the mask (broadcast to (..., Tq, Tk), read through strides) allows it and, when
+``causal``, when j <= i + Tk - Tq; a query that sees no key gets output 0 and gradients 0, never NaN.
+``attention_backward`` returns dq, dk, dv stacked in one zero-padded array (3, ..., max(Tq, Tk), max(d, dv)).
+Here d, dv <= HEAD_DIM_MAX.
+
+Forward, a block per (tile of ATTENTION_TILE queries, batch entry), a thread per query. For each tile of keys,
+loaded into shared memory by the whole block, each thread computes its scores s_j = scale q·k_j and updates
+its running max m, running sum l and output accumulator o (online softmax):
+
+  m' = max(m, max_j s_j);  l = l e^(m - m') + sum_j e^(s_j - m');  o = o e^(m - m') + sum_j e^(s_j - m') v_j
+
+At the end the output is o / l, and L = m + log l is each query's log-sum-exp (-inf when it sees nothing).
+
+Backward: the forward runs again for L (the primitive keeps only its output), then three kernels and no
+atomics: D_i = sum_c dO_ic O_ic (a thread per query); then with P_ij = e^(scale q_i·k_j - L_i) recomputed
+tile by tile and dS_ij = P_ij (dO_i·v_j - D_i):
+  dv_j = sum_i P_ij dO_i,  dk_j = scale sum_i dS_ij q_i   (a block per tile of keys, a thread per key)
+  dq_i = scale sum_j dS_ij k_j                              (a block per tile of queries, a thread per query)
+"""
+import math
+
+import numpy as np
+
+from ops._cuda import cuda, empty
+from ops.cpu.attention import _key_end
+from ops.cuda import mathfn
+from ops.cuda.elementwise import full
+from ops.cuda.launch import ATTENTION_TILE, HEAD_DIM_MAX, THREADS, blocks
+from ops.cuda.layout import offset
+from ops.cuda.softmax import masking
+
+
+def attention(q, k, v, mask=None, causal=False, scale=None):
+    """softmax(scale · q kᵀ) v over the keys each query sees: (..., Tq, dv)."""
+    (q3, k3, v3), lead, scale = _prepare(q, k, v, scale)
+    out, _ = _forward_pass(q3, k3, v3, scale, _masking(lead, q3, k3, mask, causal))
+    return out.reshape(*lead, q3.shape[1], v3.shape[2])
+
+
+def attention_backward(g, o, q, k, v, mask=None, causal=False, scale=None):
+    """The gradients of ``attention`` for the output gradient g, from its output o, stacked in one array
+    (3, ..., max(Tq, Tk), max(d, dv)) that is 0 outside them: dq = grads[0, ..., :Tq, :d],
+    dk = grads[1, ..., :Tk, :d], dv = grads[2, ..., :Tk, :dv]."""
+    (q3, k3, v3), lead, scale = _prepare(q, k, v, scale)
+    (count, tq, d), (tk, width) = q3.shape, v3.shape[1:]
+    g3, o3 = g.reshape(count, tq, width), o.reshape(count, tq, width)
+    masks = _masking(lead, q3, k3, mask, causal)
+    _, lse = _forward_pass(q3, k3, v3, scale, masks)
+    row_dots = empty((count, tq), q.dtype)
+    _row_dots[blocks(count * tq), THREADS](row_dots, g3, o3)
+    grads = full((3, count, max(tq, tk), max(d, width)), 0, q.dtype)
+    _backward_keys[_grid(count, tk), ATTENTION_TILE](grads[1], grads[2], g3, q3, k3, v3, lse, row_dots, scale,
+                                                     *masks)
+    _backward_queries[_grid(count, tq), ATTENTION_TILE](grads[0], g3, q3, k3, v3, lse, row_dots, scale, *masks)
+    return grads.reshape(3, *lead, *grads.shape[2:])
+
+
+def _forward_pass(q3, k3, v3, scale, masks):
+    """(output, log-sum-exp L) of (batch, T, features) operands."""
+    count, tq, _ = q3.shape
+    out, lse = empty((count, tq, v3.shape[2]), q3.dtype), empty((count, tq), q3.dtype)
+    _forward[_grid(count, tq), ATTENTION_TILE](out, lse, q3, k3, v3, scale, np.finfo(q3.dtype).min, *masks)
+    return out, lse
+
+
+def _prepare(q, k, v, scale):
+    """q, k, v as (batch, T, features) views, the batch shape, and the scale in q's dtype."""
+    (*lead, tq, d), (*k_lead, tk, dk), (*v_lead, tv, dv) = q.shape, k.shape, v.shape
+    if not lead == k_lead == v_lead or dk != d or tv != tk or not q.dtype == k.dtype == v.dtype:
+        raise ValueError(f"attention needs q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv) of one batch shape and "
+                         f"dtype; got {tuple(q.shape)} {q.dtype}, {tuple(k.shape)} {k.dtype}, "
+                         f"{tuple(v.shape)} {v.dtype}")
+    if max(d, dv) > HEAD_DIM_MAX:
+        raise ValueError(f"the fused attention kernels take up to {HEAD_DIM_MAX} features per head, got {max(d, dv)}")
+    count = math.prod(lead)
+    views = q.reshape(count, tq, d), k.reshape(count, tk, d), v.reshape(count, tk, dv)
+    return views, tuple(lead), q.dtype.type(1 / math.sqrt(d) if scale is None else scale)
+
+
+def _masking(lead, q3, k3, mask, causal):
+    """The mask, its strides and the scores' shape (..., Tq, Tk), and causal (ops/cuda/softmax.py's masking)."""
+    mask, strides, shape, causal, _ = masking(lead + (q3.shape[1], k3.shape[1]), mask, causal)
+    return mask, strides, shape, causal
+
+
+def _grid(count, rows):
+    """(row tiles, batch entries) blocks, each of ATTENTION_TILE threads."""
+    return blocks(rows, ATTENTION_TILE), blocks(count, 1)
+
+
+@cuda.jit(device=True)
+def _sees(mask, mask_strides, shape, causal, b, i, j, tq, tk):
+    """Whether query i of batch entry b sees key j (scores of ``shape``, (..., tq, tk))."""
+    return j < _key_end(i, tq, tk, causal) and mask[offset((b * tq + i) * tk + j, shape, mask_strides)]
+
+
+@cuda.jit(device=True)
+def _load_tile(tile, x, b, start):
+    """tile[r, :] = x[b, start + r, :] for the ATTENTION_TILE rows, zeros past the end; by the whole block."""
+    rows, width = x.shape[1], x.shape[2]
+    for e in range(cuda.threadIdx.x, ATTENTION_TILE * width, ATTENTION_TILE):
+        r, c = divmod(e, width)
+        tile[r, c] = x[b, start + r, c] if start + r < rows else x.dtype.type(0)
+
+
+@cuda.jit(device=True)
+def _dot(a, b, n):
+    s = a.dtype.type(0)
+    for c in range(n):
+        s += a[c] * b[c]
+    return s
+
+
+@cuda.jit
+def _forward(out, lse, q, k, v, scale, lowest, mask, mask_strides, shape, causal):
+    """out and L, a thread per query (``total`` is the running sum l)"""
+    k_tile = cuda.shared.array((ATTENTION_TILE, HEAD_DIM_MAX), q.dtype)
+    v_tile = cuda.shared.array((ATTENTION_TILE, HEAD_DIM_MAX), q.dtype)
+    q_row = cuda.local.array(HEAD_DIM_MAX, q.dtype)
+    o = cuda.local.array(HEAD_DIM_MAX, q.dtype)
+    s = cuda.local.array(ATTENTION_TILE, q.dtype)
+    count, tq, d = q.shape
+    tk, dv = v.shape[1], v.shape[2]
+    zero, minus_inf = q.dtype.type(0), q.dtype.type(-math.inf)
+    for b in range(cuda.blockIdx.y, count, cuda.gridDim.y):
+        for i0 in range(cuda.blockIdx.x * ATTENTION_TILE, tq, cuda.gridDim.x * ATTENTION_TILE):
+            i = i0 + cuda.threadIdx.x
+            live = i < tq
+            for c in range(d):
+                q_row[c] = q[b, i, c] if live else zero
+            for c in range(dv):
+                o[c] = zero
+            m, total = lowest, zero
+            for j0 in range(0, tk, ATTENTION_TILE):
+                _load_tile(k_tile, k, b, j0)
+                _load_tile(v_tile, v, b, j0)
+                cuda.syncthreads()
+                tile_max = lowest
+                for jj in range(ATTENTION_TILE):
+                    seen = live and j0 + jj < tk and _sees(mask, mask_strides, shape, causal, b, i, j0 + jj, tq, tk)
+                    s[jj] = scale * _dot(q_row, k_tile[jj], d) if seen else minus_inf
+                    tile_max = mathfn.maximum(tile_max, s[jj])
+                if tile_max > m:
+                    correction = mathfn.exp(m - tile_max)
+                    total *= correction
+                    for c in range(dv):
+                        o[c] *= correction
+                    m = tile_max
+                for jj in range(ATTENTION_TILE):
+                    p = mathfn.exp(s[jj] - m)
+                    total += p
+                    for c in range(dv):
+                        o[c] += p * v_tile[jj, c]
+                cuda.syncthreads()
+            if live:
+                for c in range(dv):
+                    out[b, i, c] = o[c] / total if total > zero else zero
+                lse[b, i] = m + math.log(total) if total > zero else minus_inf
+
+
+@cuda.jit
+def _row_dots(row_dots, g, out):
+    """D = sum_c dO * O per query"""
+    tq, dv = g.shape[1], g.shape[2]
+    for r in range(cuda.grid(1), row_dots.size, cuda.gridsize(1)):
+        b, i = divmod(r, tq)
+        row_dots[b, i] = _dot(g[b, i], out[b, i], dv)
+
+
+@cuda.jit
+def _backward_keys(dk, dv, g, q, k, v, lse, row_dots, scale, mask, mask_strides, shape, causal):
+    """dk and dv, a thread per key"""
+    q_tile = cuda.shared.array((ATTENTION_TILE, HEAD_DIM_MAX), q.dtype)
+    g_tile = cuda.shared.array((ATTENTION_TILE, HEAD_DIM_MAX), q.dtype)
+    k_row = cuda.local.array(HEAD_DIM_MAX, q.dtype)
+    v_row = cuda.local.array(HEAD_DIM_MAX, q.dtype)
+    dk_row = cuda.local.array(HEAD_DIM_MAX, q.dtype)
+    dv_row = cuda.local.array(HEAD_DIM_MAX, q.dtype)
+    count, tq, d = q.shape
+    tk, width = v.shape[1], v.shape[2]
+    zero = q.dtype.type(0)
+    for b in range(cuda.blockIdx.y, count, cuda.gridDim.y):
+        for j0 in range(cuda.blockIdx.x * ATTENTION_TILE, tk, cuda.gridDim.x * ATTENTION_TILE):
+            j = j0 + cuda.threadIdx.x
+            live = j < tk
+            for c in range(d):
+                k_row[c] = k[b, j, c] if live else zero
+                dk_row[c] = zero
+            for c in range(width):
+                v_row[c] = v[b, j, c] if live else zero
+                dv_row[c] = zero
+            for i0 in range(0, tq, ATTENTION_TILE):
+                _load_tile(q_tile, q, b, i0)
+                _load_tile(g_tile, g, b, i0)
+                cuda.syncthreads()
+                for ii in range(ATTENTION_TILE):
+                    i = i0 + ii
+                    if live and i < tq and _sees(mask, mask_strides, shape, causal, b, i, j, tq, tk):
+                        p = mathfn.exp(scale * _dot(q_tile[ii], k_row, d) - lse[b, i])
+                        ds = p * (_dot(g_tile[ii], v_row, width) - row_dots[b, i])
+                        for c in range(width):
+                            dv_row[c] += p * g_tile[ii, c]
+                        for c in range(d):
+                            dk_row[c] += scale * ds * q_tile[ii, c]
+                cuda.syncthreads()
+            if live:
+                for c in range(d):
+                    dk[b, j, c] = dk_row[c]
+                for c in range(width):
+                    dv[b, j, c] = dv_row[c]
+
+
+@cuda.jit
+def _backward_queries(dq, g, q, k, v, lse, row_dots, scale, mask, mask_strides, shape, causal):
+    """dq, a thread per query"""
+    k_tile = cuda.shared.array((ATTENTION_TILE, HEAD_DIM_MAX), q.dtype)
+    v_tile = cuda.shared.array((ATTENTION_TILE, HEAD_DIM_MAX), q.dtype)
+    q_row = cuda.local.array(HEAD_DIM_MAX, q.dtype)
+    g_row = cuda.local.array(HEAD_DIM_MAX, q.dtype)
+    dq_row = cuda.local.array(HEAD_DIM_MAX, q.dtype)
+    count, tq, d = q.shape
+    tk, width = v.shape[1], v.shape[2]
+    zero = q.dtype.type(0)
+    for b in range(cuda.blockIdx.y, count, cuda.gridDim.y):
+        for i0 in range(cuda.blockIdx.x * ATTENTION_TILE, tq, cuda.gridDim.x * ATTENTION_TILE):
+            i = i0 + cuda.threadIdx.x
+            live = i < tq
+            for c in range(d):
+                q_row[c] = q[b, i, c] if live else zero
+                dq_row[c] = zero
+            for c in range(width):
+                g_row[c] = g[b, i, c] if live else zero
+            for j0 in range(0, tk, ATTENTION_TILE):
+                _load_tile(k_tile, k, b, j0)
+                _load_tile(v_tile, v, b, j0)
+                cuda.syncthreads()
+                for jj in range(ATTENTION_TILE):
+                    j = j0 + jj
+                    if live and j < tk and _sees(mask, mask_strides, shape, causal, b, i, j, tq, tk):
+                        p = mathfn.exp(scale * _dot(q_row, k_tile[jj], d) - lse[b, i])
+                        ds = p * (_dot(g_row, v_tile[jj], width) - row_dots[b, i])
+                        for c in range(d):
+                            dq_row[c] += scale * ds * k_tile[jj, c]
+                cuda.syncthreads()
+            if live:
+                for c in range(d):
+                    dq[b, i, c] = dq_row[c]

@@ -1,0 +1,89 @@
+"""Elementwise ops on device arrays: the scalar functions of ops/cpu/elementwise.py, compiled for CUDA.
+
+Each op is the CPU op's own scalar definition compiled as a CUDA device function, with CUDA's exp, tanh and
+erf in place of the CPU polynomials (ops/cuda/mathfn.py), and mapped over the broadcast output shape, one
+element per thread (grid-stride). Inputs are read through strides over the output's shape, 0 along broadcast
+axes, so no broadcast copy is made. Each op returns a new C-contiguous device array of the inputs' dtype (the
+last input's, for ``where``), or of bool for comparisons and logical ops.
+"""
+import numpy as np
+
+from ops._cuda import cuda, device_function, empty
+from ops.cpu import elementwise as cpu
+from ops.cuda import mathfn
+from ops.cuda.launch import THREADS, blocks
+from ops.cuda.layout import broadcast_strides, flat, offset
+
+
+def _map_kernel(f, arity: int):
+    """A kernel writing ``out[i] = f(a[...], b[...], ...)`` for the ``arity`` operands, each a flat device array
+    with its strides over the output's ``shape``."""
+    if arity == 1:
+        @cuda.jit
+        def map1(out, shape, a, sa):
+            for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+                out[i] = f(a[offset(i, shape, sa)])
+        return map1
+    if arity == 2:
+        @cuda.jit
+        def map2(out, shape, a, sa, b, sb):
+            for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+                out[i] = f(a[offset(i, shape, sa)], b[offset(i, shape, sb)])
+        return map2
+
+    @cuda.jit
+    def map3(out, shape, a, sa, b, sb, c, sc):
+        for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+            out[i] = f(a[offset(i, shape, sa)], b[offset(i, shape, sb)], c[offset(i, shape, sc)])
+    return map3
+
+
+def _launch(kernel, out, *xs):
+    shape = tuple(out.shape) or (1,)        # kernels take at least one axis: a 0-d output is one element
+    operands = [v for x in xs for v in (flat(x), broadcast_strides(x.shape, shape))]
+    kernel[blocks(out.size), THREADS](flat(out), shape, *operands)
+    return out
+
+
+class Elementwise:
+    """A scalar function (a CPU elementwise op's own, or one written against ``mathfn``), compiled for CUDA and
+    applied with broadcasting."""
+
+    def __init__(self, fn, boolean: bool = False):
+        scalar = getattr(fn, "__wrapped__", fn)
+        self.__name__, self.__doc__ = scalar.__name__, scalar.__doc__
+        self.boolean = boolean
+        self.kernel = _map_kernel(device_function(scalar, mathfn=mathfn), scalar.__code__.co_argcount)
+
+    def __call__(self, *xs):
+        shape = np.broadcast_shapes(*(x.shape for x in xs))
+        return _launch(self.kernel, empty(shape, np.bool_ if self.boolean else xs[-1].dtype), *xs)
+
+
+add, sub, mul, div, neg, pow = map(Elementwise, (cpu.add, cpu.sub, cpu.mul, cpu.div, cpu.neg, cpu.pow))
+exp, log, sqrt, tanh, sigmoid, erf = map(Elementwise, (cpu.exp, cpu.log, cpu.sqrt, cpu.tanh, cpu.sigmoid, cpu.erf))
+relu, gelu_tanh, gelu_erf = map(Elementwise, (cpu.relu, cpu.gelu_tanh, cpu.gelu_erf))
+maximum, minimum, where = map(Elementwise, (cpu.maximum, cpu.minimum, cpu.where))
+equal, not_equal, less, less_equal, greater, greater_equal, logical_and, logical_or, logical_not = (
+    Elementwise(op, boolean=True) for op in (cpu.equal, cpu.not_equal, cpu.less, cpu.less_equal, cpu.greater,
+                                             cpu.greater_equal, cpu.logical_and, cpu.logical_or, cpu.logical_not))
+
+_copy = _map_kernel(cuda.jit(device=True)(lambda v: v), 1)
+
+
+def astype(x, dtype):
+    """x converted to ``dtype`` (a new array, as NumPy's astype)."""
+    return _launch(_copy, empty(x.shape, dtype), x)
+
+
+@cuda.jit
+def _fill(out, value):
+    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        out[i] = value
+
+
+def full(shape, value, dtype):
+    """A new device array of ``shape`` and ``dtype`` filled with ``value``."""
+    out = empty(shape, dtype)
+    _fill[blocks(out.size), THREADS](flat(out), out.dtype.type(value))
+    return out

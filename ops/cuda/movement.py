@@ -1,0 +1,88 @@
+"""Moving data on the device: reshape, transpose, broadcast_to, slicing (getitem), its scatter (scatter_slice)
+and concatenation; the twins of the NumPy copies that the CPU primitives use.
+
+reshape is a free view (arrays on the device are C-contiguous). Everything else is one kernel, a strided copy
+(ops/cuda/layout.py): for every position i of ``shape``,
+
+  dst[dst_at + offset(i, shape, dst_strides)] = src[src_at + offset(i, shape, src_strides)]
+
+A transpose reads with permuted strides, a broadcast with zero strides, a slice with an offset and stepped
+strides; scatter_slice and concat write into a view of their output instead.
+"""
+import math
+
+from ops._cuda import cuda, empty
+from ops.cuda.elementwise import full
+from ops.cuda.launch import THREADS, blocks
+from ops.cuda.layout import broadcast_strides, c_strides, flat, index_view, offset
+
+
+@cuda.jit
+def _strided_copy(shape, dst, dst_at, dst_strides, src, src_at, src_strides):
+    size = 1
+    for n in shape:
+        size *= n
+    for i in range(cuda.grid(1), size, cuda.gridsize(1)):
+        dst[dst_at + offset(i, shape, dst_strides)] = src[src_at + offset(i, shape, src_strides)]
+
+
+def _copy(shape, dst, dst_view, src, src_view):
+    """Copy ``src`` read as ``src_view`` = (offset, strides) into ``dst`` written as ``dst_view``, over ``shape``."""
+    shape = tuple(shape)
+    if not shape:           # kernels take at least one axis: a 0-d copy is one element
+        shape, dst_view, src_view = (1,), (dst_view[0], (0,)), (src_view[0], (0,))
+    if math.prod(shape):
+        _strided_copy[blocks(math.prod(shape)), THREADS](shape, flat(dst), *dst_view, flat(src), *src_view)
+    return dst
+
+
+def _dense(shape):
+    """The view (offset, strides) of a whole C-contiguous array of ``shape``."""
+    return 0, c_strides(shape)
+
+
+def reshape(x, shape):
+    return x.reshape(tuple(shape))
+
+
+def transpose(x, perm):
+    """np.transpose(x, perm) as a new C-contiguous array."""
+    shape = tuple(x.shape[p] for p in perm)
+    strides = c_strides(x.shape)
+    return _copy(shape, empty(shape, x.dtype), _dense(shape), x, (0, tuple(strides[p] for p in perm)))
+
+
+def broadcast_to(x, shape):
+    """np.broadcast_to(x, shape) as a new C-contiguous array."""
+    shape = tuple(shape)
+    return _copy(shape, empty(shape, x.dtype), _dense(shape), x, (0, broadcast_strides(x.shape, shape)))
+
+
+def getitem(x, index):
+    """x[index] as a new C-contiguous array, for a normalized index (ints, slices, None)."""
+    at, shape, strides = index_view(x.shape, index)
+    return _copy(shape, empty(shape, x.dtype), _dense(shape), x, (at, strides))
+
+
+def scatter_slice(g, shape, index):
+    """zeros(shape) with g written at [index]: the gradient of getitem."""
+    out = full(tuple(shape), 0, g.dtype)
+    at, view_shape, strides = index_view(tuple(shape), index)
+    return _copy(view_shape, out, (at, strides), g, _dense(view_shape))
+
+
+def concat(*xs, axis):
+    """np.concatenate(xs, axis)."""
+    shape = list(xs[0].shape)
+    shape[axis] = sum(x.shape[axis] for x in xs)
+    out = empty(tuple(shape), xs[0].dtype)
+    strides, start = c_strides(shape), 0
+    for x in xs:
+        _copy(x.shape, out, (start * strides[axis], strides), x, _dense(x.shape))
+        start += x.shape[axis]
+    return out
+
+
+def stop_gradient(x):
+    return x
+

@@ -1,0 +1,51 @@
+"""CUDA kernels by primitive name, called as the primitives' CPU kernels are (the ``cpu=`` functions in
+attngraph/core/prims): device arrays in, a new device array (or a view) out, attributes as keyword arguments.
+
+attngraph's executor attaches them to the primitives (``add_kernel(name, "cuda", kernel)``) when the first
+"cuda" executable is built, so that importing attngraph never imports numba.cuda. A primitive missing here
+has no CUDA kernel: compiling a graph that uses it for "cuda" raises DeviceError naming it.
+"""
+from ops.cuda import attention as fused
+from ops.cuda import cross_entropy as xent
+from ops.cuda import dropout as drop
+from ops.cuda import elementwise as ew
+from ops.cuda import embedding, gelu, movement, positions
+from ops.cuda import layer_norm as ln
+from ops.cuda import matmul as mm
+from ops.cuda import reduce as red
+from ops.cuda import softmax as sm
+from ops.cuda.layout import flat, rows
+
+_ELEMENTWISE = ("add", "sub", "mul", "div", "pow", "maximum", "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
+                "erf", "where", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
+                "logical_or", "logical_not", "astype")
+_MOVEMENT = ("reshape", "transpose", "broadcast_to", "getitem", "scatter_slice", "concat", "stop_gradient")
+
+KERNELS = {
+    **{name: getattr(ew, name) for name in _ELEMENTWISE},
+    "gelu": lambda x, approximate: (ew.gelu_tanh if approximate == "tanh" else ew.gelu_erf)(x),
+    "gelu_grad": lambda g, x, approximate: gelu.gelu_backward(g, x, exact=approximate != "tanh"),
+    **{name: getattr(movement, name) for name in _MOVEMENT},
+    "gather": embedding.gather,
+    "scatter_add": embedding.scatter_add,
+    "matmul": mm.matmul,
+    "sum": red.sum,
+    "max": red.max,
+    "size": positions.size,
+    "arange": positions.arange,
+    "relative_distance": positions.relative_distance,
+    "softmax": lambda x, mask=None, *, causal: sm.softmax(x, mask, causal),
+    "softmax_grad": sm.softmax_backward,
+    "log_softmax": lambda x, mask=None, *, causal: sm.log_softmax(x, mask, causal),
+    "log_softmax_grad": lambda g, y, mask=None, *, causal: sm.log_softmax_backward(g, y, mask, causal),
+    "layer_norm": ln.layer_norm,
+    "layer_norm_grad": ln.layer_norm_backward,
+    "layer_norm_params_grad": ln.layer_norm_params_backward,
+    "cross_entropy": lambda logits, targets, ignore_index: xent.cross_entropy(
+        rows(logits), flat(targets), ignore_index),
+    "cross_entropy_grad": lambda g, logits, targets, ignore_index: xent.cross_entropy_backward(
+        g, rows(logits), flat(targets), ignore_index).reshape(logits.shape),
+    "dropout": lambda x, seed, p, key: drop.dropout(x, p, seed, key),
+    "attention": lambda q, k, v, mask=None, *, causal, scale: fused.attention(q, k, v, mask, causal, scale),
+    "attention_grad": fused.attention_backward,
+}

@@ -1,0 +1,129 @@
+"""The compiler's graph passes, each on a small graph: what it changes, and that the results do not."""
+import collections
+
+import numpy as np
+import pytest
+
+import attngraph as ag
+from attngraph.core import passes
+from attngraph.core.executor import Executable
+from attngraph.models.gpt import GPT
+
+
+def ops(graph) -> collections.Counter:
+    """Op calls that the outputs depend on."""
+    return collections.Counter(n.op for n in graph.topological_order() if n.kind == "call")
+
+
+def same_results(graph, optimized, **feeds):
+    for a, b in zip(Executable(graph)(**feeds), Executable(optimized)(**feeds)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+X = np.linspace(-1, 1, 6).reshape(2, 3)
+
+
+def test_dce_removes_what_no_output_reads_and_keeps_every_input():
+    def f(x, unused):
+        ag.exp(x) * 2.0                                     # computed, never used
+        return ag.sum(x)
+    graph = ag.trace(f, x=X, unused=X)
+    optimized = passes.dce(graph)
+    assert "exp" in {n.op for n in graph.nodes} and "exp" not in {n.op for n in optimized.nodes}
+    assert list(optimized.inputs) == ["x", "unused"]
+
+
+def test_cse_merges_duplicates():
+    graph = ag.trace(lambda x: ag.exp(x * 2.0) + ag.exp(x * 2.0), x=X)
+    optimized = passes.dce(passes.cse(graph))
+    assert ops(graph)["exp"] == 2 and ops(optimized)["exp"] == 1 and ops(optimized)["mul"] == 1
+    same_results(graph, optimized, x=X)
+
+
+def test_cse_keeps_different_attributes_apart():
+    graph = ag.trace(lambda x: ag.sum(x, 0) * ag.sum(x, 1)[:, None], x=X)
+    assert ops(passes.cse(graph))["sum"] == 2
+
+
+def test_folding_evaluates_constant_subgraphs():
+    table = np.arange(6.0).reshape(3, 2)
+    graph = ag.trace(lambda x: x * ag.exp(ag.embedding(table, np.array([2, 0])) * 0.5) / ag.mean(x), x=X[:, :2])
+    optimized = passes.dce(passes.fold(graph))
+    assert ops(optimized) == {"mul": 1, "sum": 1, "div": 2}             # the mean's size is folded too
+    same_results(graph, optimized, x=X[:, :2])
+
+
+def test_simplify_composes_transposes_and_drops_the_loss_broadcast():
+    """The gradient of Σ f(x) ∘ y is y times the output gradient 1 (folded) broadcast to x's shape: y."""
+    x = X.reshape(1, 2, 3)
+    graph = ag.trace(lambda x, y: ag.sum(ag.transpose(ag.transpose(x, (1, 2, 0)), (2, 0, 1)) * y), x=x,
+                     y=x).grad(["x"])
+    optimized = passes.dce(passes.simplify(passes.fold(graph)))
+    assert ops(graph)["transpose"] == 4 and "broadcast_to" in ops(graph)
+    assert ops(optimized) == {"mul": 1, "sum": 1}
+    same_results(graph, optimized, x=x, y=2 * x)
+
+
+def test_simplify_keeps_a_subtraction_from_zero():
+    graph = ag.trace(lambda x: 0.0 - x, x=X)
+    assert ops(passes.simplify(graph)) == {"sub": 1}
+
+
+def test_fuse_moves_transposes_into_matmuls_and_a_bias_into_gelu(rng):
+    w, b = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    graph = ag.trace(lambda x: ag.sum(ag.gelu(x @ w + b) @ w.T), x=X).grad(["x"])
+    optimized = passes.dce(passes.fuse(graph))
+    assert "transpose" in ops(graph) and "add" in ops(graph)
+    assert "transpose" not in ops(optimized) and "add" not in ops(optimized)
+    assert any(n.op == "matmul" and n.attrs["transpose_b"] for n in optimized.nodes)
+    assert all(len(n.inputs) == 2 for n in optimized.nodes if n.op == "gelu")
+    same_results(graph, optimized, x=X)
+
+
+def gpt_step_graph(rng, **trace_options):
+    model = GPT(11, 16, 2, 2, 32, 8, dropout=0.0, rng=rng)
+    tokens, targets = (rng.integers(0, 11, (2, 8)) for _ in range(2))
+    graph = ag.trace(lambda tokens, targets: ag.cross_entropy(model(tokens), targets), tokens=tokens,
+                     targets=targets)
+    return graph, dict(tokens=tokens, targets=targets)
+
+
+def test_attention_fusion_replaces_composed_attention_and_its_gradient(rng):
+    graph, feeds = gpt_step_graph(rng)
+    graph = graph.grad()
+    optimized = passes.optimize(graph)
+    assert ops(graph)["softmax"] == 2 and ops(optimized)["attention"] == ops(optimized)["attention_grad"] == 2
+    assert not {"softmax", "softmax_grad"} & set(ops(optimized))
+    for a, b in zip(Executable(graph)(**feeds), Executable(optimized)(**feeds)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_attention_maps_asked_for_keep_the_composition(rng):
+    graph, feeds = gpt_step_graph(rng)
+    weights = [n for n in graph.nodes if n.name == "attention"]
+    optimized = passes.optimize(graph.with_outputs({"weights": weights[0]}))
+    assert ops(optimized)["softmax"] == 1 and ops(optimized)["attention"] == 1
+
+
+def test_compile_optimizes_unless_debugging(rng):
+    graph, feeds = gpt_step_graph(rng)
+    assert graph.compile().graph is not graph
+    with ag.debug():
+        assert graph.compile().graph is graph
+
+
+def test_optimized_nodes_name_the_users_source_line(rng):
+    w, b = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    graph = ag.trace(lambda x: ag.sum(ag.gelu(x @ w + b)), x=X)          # the line the gelu node names
+    line = next(n.source for n in graph.nodes if n.op == "gelu")
+    assert line.startswith("tests/core/test_passes.py:")
+    fused = [n for n in passes.optimize(graph).nodes if n.op == "gelu"]
+    assert len(fused) == 1 and fused[0].source == line and line in fused[0].describe()
+
+
+def test_a_failure_while_folding_names_the_users_source_line():
+    table = np.ones((3, 2))
+    graph = ag.trace(lambda x: x + ag.embedding(table, np.array([0, 7])), x=X[:, :2])
+    with pytest.raises(IndexError) as error:
+        graph.compile()
+    assert "tests/core/test_passes.py:" in "".join(error.value.__notes__)

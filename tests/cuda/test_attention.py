@@ -1,0 +1,94 @@
+"""The fused (flash) attention kernels against their CPU twins, and against composed attention: NumPy for
+the output, attngraph's autodiff of the softmax-and-matmul graph on the CPU for the gradients. Sizes cross
+tile edges (tiles of 4 queries and keys in the simulator), Tq != Tk for bottom-right causal masking, and a
+query sees no key at all."""
+import math
+
+import numpy as np
+import pytest
+
+import attngraph as ag
+from ops.cpu import attention as cpu
+from ops.cuda import attention as fused
+from ops.cuda.launch import HEAD_DIM_MAX
+from tests.cuda.conftest import host, on_device
+
+B, H, TQ, TK, D, DV = 2, 1, 5, 7, 3, 2
+
+
+def composed(q, k, v, mask, causal):
+    """softmax(q kᵀ / √d) v over the keys each query sees (none: output 0), in NumPy."""
+    s = q @ k.swapaxes(-1, -2) / math.sqrt(q.shape[-1])
+    sees = np.broadcast_to(True if mask is None else mask, s.shape)
+    if causal:
+        sees = sees & np.tril(np.ones(s.shape[-2:], bool), s.shape[-1] - s.shape[-2])
+    z = np.where(sees, s, -np.inf)
+    m = z.max(-1, keepdims=True)
+    e = np.exp(z - np.where(np.isfinite(m), m, 0))
+    total = e.sum(-1, keepdims=True)
+    return (e / np.where(total > 0, total, 1)) @ v
+
+
+def padding_mask(rng):
+    mask = rng.random((B, 1, 1, TK)) > 0.3
+    mask[0, 0, 0, :] = False            # batch entry 0 sees no key at all
+    return mask
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("masked", [False, True])
+def test_forward_and_backward_match_the_cpu_kernels(masked, causal, rng):
+    q, k, v, g = (rng.standard_normal(s) for s in ((B, H, TQ, D), (B, H, TK, D), (B, H, TK, DV), (B, H, TQ, DV)))
+    mask = padding_mask(rng) if masked else None
+    device_mask = None if mask is None else on_device(mask)
+    out = fused.attention(*on_device(q, k, v), device_mask, causal)
+    np.testing.assert_allclose(host(out), cpu.attention(q, k, v, mask, causal), rtol=1e-12, atol=1e-14)
+    grads = host(fused.attention_backward(*on_device(g, host(out), q, k, v), device_mask, causal))
+    np.testing.assert_allclose(grads, cpu.attention_backward(g, host(out), q, k, v, mask, causal), rtol=1e-10,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_forward_and_backward_match_composed_attention(causal, rng):
+    q, k, v, g = (rng.standard_normal(s) for s in ((B, H, TQ, D), (B, H, TK, D), (B, H, TK, DV), (B, H, TQ, DV)))
+    mask = padding_mask(rng)
+    out = fused.attention(*on_device(q, k, v, mask), causal)
+    np.testing.assert_allclose(host(out), composed(q, k, v, mask, causal), rtol=1e-12, atol=1e-14)
+    grads = host(fused.attention_backward(*on_device(g, host(out), q, k, v, mask), causal))
+
+    def objective(q, k, v):
+        return ag.sum(unfused_attention(q, k, v, mask, causal) * g)
+    _, want = ag.value_and_grad(objective, argnums=(0, 1, 2))(q, k, v)
+    for got, expected, name in zip((grads[0, ..., :TQ, :D], grads[1, ..., :TK, :D], grads[2, ..., :TK, :DV]), want,
+                                   ("dq", "dk", "dv")):
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12, err_msg=name)
+
+
+def unfused_attention(q, k, v, mask, causal):
+    scores = q @ ag.swapaxes(k, -1, -2) * (1 / math.sqrt(D))
+    return ag.softmax(scores, mask=mask, causal=causal) @ v
+
+
+def test_queries_that_see_no_key_get_zeros_and_zero_gradients(rng):
+    q, k, v, g = (rng.standard_normal(s).astype(np.float32) for s in ((1, 3, 2), (1, 4, 2), (1, 4, 2), (1, 3, 2)))
+    mask = on_device(np.array([[[True, False, True, False], [False] * 4, [True] * 4]]))
+    out = fused.attention(*on_device(q, k, v), mask)
+    grads = host(fused.attention_backward(on_device(g), out, *on_device(q, k, v), mask))
+    assert np.all(host(out)[0, 1] == 0) and np.all(grads[0, 0, 1] == 0)
+    assert np.all(np.isfinite(host(out))) and np.all(np.isfinite(grads))
+    np.testing.assert_allclose(host(out)[0, 2], composed(q, k, v, None, False)[0, 2], rtol=1e-5)
+
+
+def test_a_given_scale_and_float32(rng):
+    q, k, v = (rng.standard_normal((2, 6, 3)).astype(np.float32) for _ in range(3))
+    out = fused.attention(*on_device(q, k, v), scale=0.5)
+    assert host(out).dtype == np.float32
+    np.testing.assert_allclose(host(out), composed(q * 0.5 * math.sqrt(3), k, v, None, False), rtol=1e-5, atol=1e-6)
+
+
+def test_shapes_the_kernels_do_not_take_are_refused():
+    with pytest.raises(ValueError, match="one batch shape"):
+        fused.attention(*on_device(np.zeros((2, 3, 4)), np.zeros((1, 3, 4)), np.zeros((1, 3, 4))))
+    wide = np.zeros((1, 2, HEAD_DIM_MAX + 1))
+    with pytest.raises(ValueError, match=f"up to {HEAD_DIM_MAX} features"):
+        fused.attention(*on_device(wide, wide, wide))
