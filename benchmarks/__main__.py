@@ -1,22 +1,16 @@
 """``python -m benchmarks [NAME ...] [--json] [--rounds N]``: run cases, print a table or JSON lines."""
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import platform
+import sys
 
-# Every OpenMP runtime in the process (Numba's, PyTorch's) lets idle threads sleep: the sides alternate,
-# and threads one side leaves spinning would take the cores the other is timed on. attngraph sets this
-# for its own runtime (ops/cpu/threads.py); PyTorch's must see it before it is imported.
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+import numba
+import numpy as np
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
-
-import numba  # noqa: E402
-import numpy as np  # noqa: E402
-
-from .cases import CASES  # noqa: E402
+from .cases import CASES
 
 
 def main(argv=None) -> int:
@@ -37,8 +31,9 @@ def main(argv=None) -> int:
 
 
 def header() -> str:
-    from .cases import tr
     from ops.cpu.threads import threading_info
+
+    from .cases import tr
     layer, threads = threading_info()
     torch = f"torch {tr.torch.__version__} ({tr.torch.get_num_threads()} threads)" if tr else "torch not installed"
     return (f"{_cpu()}, {os.cpu_count()} cores; numpy {np.__version__}, numba {numba.__version__} ({layer}, "

@@ -165,7 +165,8 @@ def matmul(rounds: int) -> dict:
                     {"torch": tr and tr.matmul(a, b), "numpy": lambda: a @ b}, 3 * rounds,
                     f"rate >= 0.95 of numpy's (attngraph/numpy <= {limit:.3f})",
                     lambda record: record["ratio"]["numpy"] <= limit)
-    record["gflops"] = {side: 2 * 1024 ** 3 / record[side]["median_s"] / 1e9 for side in ("attngraph", *record["ratio"])}
+    record["gflops"] = {side: 2 * 1024 ** 3 / record[side]["median_s"] / 1e9
+                        for side in ("attngraph", *record["ratio"])}
     return record
 
 

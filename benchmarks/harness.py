@@ -10,8 +10,7 @@ Peak memory is the resident set's high-water mark during one call above the resi
 (Linux: ``/proc/self/status``, the mark reset through ``/proc/self/clear_refs``). For that one call glibc's
 malloc maps every block of 128 KiB or more on its own, and first returns the free memory it holds, so
 that the arrays the call allocates show in the resident set; then blocks up to 32 MiB come from the heap
-again, where freed arrays are reused without page faults (mapping every block cost the 1024³ matmul
-~10% and the GPT step several times its time).
+again, where freed arrays are reused without faulting their pages in again at every call.
 """
 from __future__ import annotations
 

@@ -22,7 +22,8 @@ class Block(nn.Module):
     def forward(self, x):
         b, t, width = x.shape
         h = self.attention_norm(x)
-        q, k, v = (proj(h).view(b, t, self.heads, width // self.heads).transpose(1, 2) for proj in (self.q, self.k, self.v))
+        q, k, v = (proj(h).view(b, t, self.heads, width // self.heads).transpose(1, 2)
+                   for proj in (self.q, self.k, self.v))
         heads = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + self.o(heads.transpose(1, 2).reshape(b, t, width))
         return x + self.down(F.gelu(self.up(self.mlp_norm(x)), approximate="tanh"))
@@ -88,6 +89,13 @@ def cross_entropy(logits: np.ndarray, targets: np.ndarray):
     return run
 
 
-attention = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)     # noqa: E731
-layer_norm = lambda x, w, b: F.layer_norm(x, x.shape[-1:], w, b)                          # noqa: E731
-softmax = lambda x: torch.softmax(x, -1)                                                  # noqa: E731
+def attention(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def layer_norm(x, w, b):
+    return F.layer_norm(x, x.shape[-1:], w, b)
+
+
+def softmax(x):
+    return torch.softmax(x, -1)

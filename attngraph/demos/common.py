@@ -32,7 +32,6 @@ work.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
@@ -204,42 +203,6 @@ class BestParameters:
     def restore(self) -> None:
         if self.state is not None:
             self.model.load_state_dict(self.state)
-
-
-class ParameterAverage:
-    """A Trainer callback keeping an exponential moving average of the parameters after every step
-    (Polyak & Juditsky 1992): θ̄ ← d·θ̄ + (1 − d)·θ, bias-corrected. ``with average.applied():`` swaps the
-    averages into the model (to evaluate them) and back; ``apply()`` swaps them in for good."""
-
-    def __init__(self, model, decay: float = 0.99):
-        self.model, self.decay, self.count = model, decay, 0
-        self.params = [p for _, p in model.named_parameters()]
-        self.sums = [np.zeros_like(p.data) for p in self.params]
-
-    def __call__(self, trainer, record) -> None:
-        if record["kind"] == "train":
-            self.count += 1
-            for total, p in zip(self.sums, self.params):
-                total *= self.decay
-                total += (1 - self.decay) * p.data
-
-    def averages(self) -> dict[str, np.ndarray]:
-        correction = 1 - self.decay ** max(self.count, 1)
-        return {name: (total / correction).astype(p.data.dtype)
-                for (name, p), total in zip(self.model.named_parameters(), self.sums)}
-
-    def apply(self) -> None:
-        if self.count:
-            self.model.load_state_dict(self.averages())
-
-    @contextlib.contextmanager
-    def applied(self):
-        saved = self.model.state_dict()
-        self.apply()
-        try:
-            yield
-        finally:
-            self.model.load_state_dict(saved)
 
 
 @dataclass

@@ -15,7 +15,9 @@ random (N(0, 1)) except their first coordinate, which starts at each word's naiv
 on the training split (Wang & Manning 2012; ``log_count_ratio``). In our runs of this and nearby
 configurations (hops 4-10, penalty 0.01-0.1, embeddings 64-128), five without it reached 74.2-76.7%
 validation and 75.1-77.6% held-out accuracy, two with it 77.4-78.1% and 76.8-78.7%; naive Bayes on the
-same words reaches 77.6% held-out, and Kim (2014) reports 76.1% for a CNN from random embeddings.
+same words reaches 77.6% held-out, and Kim (2014) reports 76.1% for a CNN from random embeddings. This
+configuration gave 76.5%, 76.7% and 77.8% held-out accuracy with seeds 0, 1 and 2 (each seed draws its
+own split): a held-out 10% of 1,066 sentences makes ±1.3% one standard error.
 Training: AdamW (lr 2e-3, weight decay 0.05, cosine decay to 1e-4), batches of 32, gradients clipped at
 norm 1, word dropout 0.3 (each training word becomes <unk> with that probability), 1,800 steps (6.7
 epochs); the validation accuracy is measured every 150 steps and the best parameters are kept.
@@ -25,7 +27,6 @@ and attention-1.svg ... attention-4.svg: the hops' weights over the first four h
 """
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import attngraph as ag
@@ -38,7 +39,6 @@ from attngraph.train.data import pad_sequences, tokenize
 from .common import (
     BestParameters,
     Classification,
-    ParameterAverage,
     Run,
     accuracy,
     demo_parser,
@@ -49,8 +49,8 @@ from .common import (
 STEPS = 1800
 LENGTH = 48
 CONFIG = dict(embed_dim=64, hidden=64, attention_dim=64, hops=4, mlp_hidden=64, classes=2, penalty=0.1)
-TRAINING = dict(batch=32, lr=2e-3, weight_decay=0.05, min_lr=1e-4, clip=1.0, word_dropout=0.3, embed_std=1.0,
-                nb_init=1.0, average=0.0, eval_every=150, min_count=2, heldout=0.1, validation=0.1)
+TRAINING = dict(batch=32, lr=2e-3, weight_decay=0.05, min_lr=1e-4, clip=1.0, word_dropout=0.3, nb_init=1.0,
+                eval_every=150, min_count=2, heldout=0.1, validation=0.1)
 SHOWN = 4
 
 
@@ -70,7 +70,6 @@ def main(argv=None) -> dict:
     train_ids, validation_ids, heldout_ids = (encode(part.texts) for part in (data.train, data.validation,
                                                                                data.heldout))
     model = StructuredClassifier(len(vocab), rng=run.rng(1), **CONFIG)
-    model.embed.weight.data *= TRAINING["embed_std"]
     if TRAINING["nb_init"]:
         model.embed.weight.data[:, 0] = TRAINING["nb_init"] * log_count_ratio(train_ids, data.train.labels, len(vocab))
     forward = ag.trace(model, tokens=ag.Input(("B", LENGTH), "int64"))
@@ -90,21 +89,12 @@ def main(argv=None) -> dict:
         return {"loss": F.cross_entropy(logits, labels) + model.penalty * penalty, "penalty": penalty}
 
     best = BestParameters(model, "val_accuracy", mode="max")
-    average = ParameterAverage(model, TRAINING["average"]) if TRAINING["average"] else None
-
-    def evaluate(model):
-        with average.applied() if average else contextlib.nullcontext():
-            return {"val_accuracy": accuracy(predict, validation_ids, data.validation.labels)}
-
-    def keep_best(trainer, record):
-        with average.applied() if average and record["kind"] == "eval" else contextlib.nullcontext():
-            best(trainer, record)
-
     run.train(model, loss_fn, AdamW(model, lr=TRAINING["lr"], weight_decay=TRAINING["weight_decay"]), batches,
               inputs=dict(tokens=ag.Input(("B", LENGTH), "int64"), labels=ag.Input(("B",), "int64")),
               clip=TRAINING["clip"], schedule=CosineDecay(TRAINING["lr"], args.steps, 0, TRAINING["min_lr"]),
-              eval_every=min(TRAINING["eval_every"], args.steps), eval_fn=evaluate,
-              callbacks=[*([average] if average else []), keep_best])
+              eval_every=min(TRAINING["eval_every"], args.steps),
+              eval_fn=lambda model: {"val_accuracy": accuracy(predict, validation_ids, data.validation.labels)},
+              callbacks=[best])
     best.restore()
     model.eval()
     heldout_accuracy = accuracy(predict, heldout_ids, data.heldout.labels)

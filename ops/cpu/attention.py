@@ -20,23 +20,26 @@ Memory is that buffer and a transposed copy of one head's K (and V) per thread, 
 inputs and outputs; causal tiles skip the key chunks past their last query's diagonal.
 
 Products go through BLAS (np.dot inside numba) one chunk at a time: BQ·BK·max(d, dv) ≤ 2**18
-multiply-adds keeps OpenBLAS on the calling thread, so numba's threads share the tiles (forward: every
-(n, tile); backward: every n, each thread owning its dK and dV) without oversubscribing the cores. K and V
-are read as chunks stored transposed, because OpenBLAS multiplies by a transposed right operand at ~87
-GFLOP/s and by a plain one at ~150 (64³ on one core, cache-hot).
+multiply-adds keeps OpenBLAS on the calling thread, so threads share the tiles (forward: the (n, tile)
+pairs; backward: the n, each thread owning its dK and dV) without oversubscribing the cores. The
+threads are Python threads running ``nogil`` kernels (``threads.in_threads``): as prange loops the two
+kernels took 3-4x longer to compile. K and V are read as chunks stored transposed, because OpenBLAS
+multiplies by a transposed right operand at ~87 GFLOP/s and by a plain one at ~150 (64³ on one core,
+cache-hot).
 
-Measured on one core (CPU time, the machine shared): causal, N = 32, T = 256, d = 32: forward 3.8 ms,
-backward 7.4 ms (PyTorch 2.13's scaled_dot_product_attention: 3.4 and 7.4 ms); N = 4, T = 4096, d = 64:
-130-150 and 280-315 ms (PyTorch: 85 and 200 ms), half of the forward in the exponentials.
+Measured on one core (CPU time, the machine shared), causal, against PyTorch 2.13's
+scaled_dot_product_attention: N = 128, T = 64, d = 32: forward 1.7 ms, backward 2.8 ms (PyTorch 3.5 and
+2.7); N = 32, T = 256, d = 32: 3.8 and 6.5 ms (3.4 and 7.7); N = 4, T = 4096, d = 64: 101 and 227 ms
+(83 and 193), the exponentials taking a third of the forward.
 """
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ops.cpu import mathfn
 from ops.cpu.layout import mask_rows
-from ops.cpu.threads import parallel_kernel
+from ops.cpu.threads import in_threads
 
 _BQ = 64                 # queries per tile
 _BLAS_SERIAL_MAX = 2 ** 18       # multiply-adds: OpenBLAS runs a product this small on the calling thread
@@ -46,8 +49,14 @@ def attention(q, k, v, mask=None, causal=False, scale=None):
     """softmax(scale · q kᵀ) v over the allowed keys, for q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv)
     with one batch shape and a mask broadcasting to (..., Tq, Tk); scale defaults to 1/√d."""
     q, k, v, masking, scale, bk = _prepare(q, k, v, mask, causal, scale)
-    o = _forward(_flat(q), _flat(k), _flat(v), *masking, scale, bk, np.finfo(q.dtype).min)
-    return o.reshape(q.shape[:-1] + v.shape[-1:])
+    tq, dv = q.shape[-2], v.shape[-1]
+    q3, k3, v3 = _flat(q), _flat(k), _flat(v)
+    o = np.zeros(q3.shape[:2] + (dv,), q.dtype)
+    kt = _all_chunks_transposed(k3, bk)
+    tiles = (tq + _BQ - 1) // _BQ
+    in_threads(_forward_tiles, len(q3) * tiles, q3, kt, v3, o, *masking, scale, bk, np.finfo(q.dtype).min,
+               work=q.size)
+    return o.reshape(q.shape[:-1] + (dv,))
 
 
 def attention_backward(g, o, q, k, v, mask=None, causal=False, scale=None):
@@ -61,8 +70,9 @@ def attention_backward(g, o, q, k, v, mask=None, causal=False, scale=None):
     g, o = (np.ascontiguousarray(a, q.dtype) for a in (g, o))
     (tq, d), (tk, dv) = q.shape[-2:], v.shape[-2:]
     grads = np.zeros((3, math.prod(q.shape[:-2]), max(tq, tk), max(d, dv)), q.dtype)
-    _backward(_flat(q), _flat(k), _flat(v), _flat(g), _flat(o), grads[0, :, :tq, :d], grads[1, :, :tk, :d],
-              grads[2, :, :tk, :dv], *masking, scale, bk, np.finfo(q.dtype).min)
+    in_threads(_backward_heads, len(grads[0]), _flat(q), _flat(k), _flat(v), _flat(g), _flat(o),
+               grads[0, :, :tq, :d], grads[1, :, :tk, :d], grads[2, :, :tk, :dv], *masking, scale, bk,
+               np.finfo(q.dtype).min, work=q.size)
     return grads.reshape((3,) + q.shape[:-2] + grads.shape[2:])
 
 
@@ -91,19 +101,26 @@ def _key_end(i, tq, tk, causal):
 
 
 @njit(cache=True)
-def _chunks_transposed(x, bk):
-    """x (T × f) as its key chunks transposed: out[c, :f·w].reshape(f, w) = x[c·bk : c·bk + w]ᵀ. BLAS runs
-    q kᵀ at 150 GFLOP/s with kᵀ so stored and at 87 reading k transposed (64 × 64 × 64, one core)."""
+def _chunks_transposed(x, bk, out):
+    """Fill out (chunks, f · bk) with x (T × f) as its key chunks transposed: out[c, :f·w].reshape(f, w) =
+    x[c·bk : c·bk + w]ᵀ. BLAS runs q kᵀ at 150 GFLOP/s with kᵀ so stored and at 87 reading k transposed
+    (64 × 64 × 64, one core). (Explicit loops here and below: numba took 6 s to compile one whole-array
+    assignment.)"""
     t, f = x.shape
-    out = np.empty(((t + bk - 1) // bk, f * bk), x.dtype)
     for c in range(out.shape[0]):
         j0 = c * bk
         w = min(bk, t - j0)
-        block = out[c, :f * w].reshape((f, w))
         for i in range(w):
             for j in range(f):
-                block[j, i] = x[j0 + i, j]
-    return out
+                out[c, j * w + i] = x[j0 + i, j]
+
+
+@njit(fastmath=True, cache=True)
+def _add(total, part):
+    """total += part, for 2-D arrays of one shape"""
+    for i in range(part.shape[0]):
+        for j in range(part.shape[1]):
+            total[i, j] += part[i, j]
 
 
 @njit(fastmath=True, cache=True)
@@ -128,7 +145,8 @@ def _exponentials(q, kt, end, first, tq, tk, allowed_rows, allowed_index, causal
             for j in range(stop):
                 row_max = mathfn.maximum(row_max, s[r, j] if allowed[j] else lowest)
             m[r] = row_max
-    inverse[:rows] = zero
+    for r in range(rows):
+        inverse[r] = zero
     for c in range(chunks):
         j0 = c * bk
         w = min(bk, tk - j0)
@@ -140,92 +158,89 @@ def _exponentials(q, kt, end, first, tq, tk, allowed_rows, allowed_index, causal
                 x = mathfn.exp((s[r, j] - row_max) * scale) if allowed[j] else zero
                 s[r, j] = x
                 total += x
-            s[r, max(stop, 0):] = zero
+            for j in range(max(stop, 0), w):
+                s[r, j] = zero
             inverse[r] += total
     for r in range(rows):
         inverse[r] = e.dtype.type(1) / inverse[r] if inverse[r] > zero else zero
     return chunks
 
 
-@parallel_kernel(fastmath=True)
-def _forward(q, k, v, allowed_rows, allowed_index, causal, scale, bk, lowest):
-    """o[n, i] = Σ_j e[n, i, j] v[n, j] / Σ_j e[n, i, j], one (n, query tile) per iteration"""
-    N, tq, d = q.shape
-    tk = k.shape[1]
-    kt = np.empty((N, (tk + bk - 1) // bk, d * bk), q.dtype)
-    for n in prange(N):
-        kt[n] = _chunks_transposed(k[n], bk)
-    tiles = (tq + _BQ - 1) // _BQ
-    o = np.zeros((N, tq, v.shape[2]), q.dtype)
-    for t in prange(N * tiles):
-        _forward_tile(t // tiles, (t % tiles) * _BQ, q, kt, v, o, allowed_rows, allowed_index, causal, scale, bk,
-                      lowest)
-    return o
+@njit(cache=True)
+def _all_chunks_transposed(k, bk):
+    """``_chunks_transposed`` of every k[n]: (N, chunks, d · bk)"""
+    out = np.empty((k.shape[0], (k.shape[1] + bk - 1) // bk, k.shape[2] * bk), k.dtype)
+    for n in range(k.shape[0]):
+        _chunks_transposed(k[n], bk, out[n])
+    return out
 
 
-@njit(fastmath=True, cache=True)
-def _forward_tile(n, i0, q, kt, v, o, allowed_rows, allowed_index, causal, scale, bk, lowest):
+@njit(nogil=True, fastmath=True, cache=True)
+def _forward_tiles(start, stop, q, kt, v, o, allowed_rows, allowed_index, causal, scale, bk, lowest):
+    """o[n, i] = Σ_j e[n, i, j] v[n, j] / Σ_j e[n, i, j] for the (n, query tile) pairs start ≤ t < stop"""
     tq, tk, dv = q.shape[1], v.shape[1], v.shape[2]
-    i1 = min(i0 + _BQ, tq)
-    rows, end = i1 - i0, _key_end(i1 - 1, tq, tk, causal)
-    if end == 0:
-        return
-    e = np.empty(((end + bk - 1) // bk, _BQ * bk), q.dtype)
-    inverse, part = np.empty(_BQ, q.dtype), np.empty((rows, dv), q.dtype)
-    chunks = _exponentials(q[n, i0:i1], kt[n], end, i0, tq, tk, allowed_rows,
-                           allowed_index[n * tq + i0:n * tq + i1], causal, scale, lowest, bk, e, inverse)
-    for c in range(chunks):
-        j0 = c * bk
-        w = min(bk, tk - j0)
-        np.dot(e[c, :rows * w].reshape((rows, w)), v[n, j0:j0 + w], part)
-        o[n, i0:i1] += part
-    for r in range(rows):
-        o[n, i0 + r] *= inverse[r]
-
-
-@parallel_kernel(fastmath=True)
-def _backward(q, k, v, g, o, dq, dk, dv, allowed_rows, allowed_index, causal, scale, bk, lowest):
-    """dq, dk, dv (zeros on entry) += the gradients, one n per iteration: each thread owns dk[n] and dv[n]"""
-    for n in prange(q.shape[0]):
-        _backward_head(n, q, k, v, g, o, dq, dk, dv, allowed_rows, allowed_index, causal, scale, bk, lowest)
-
-
-@njit(fastmath=True, cache=True)
-def _backward_head(n, q, k, v, g, o, dq, dk, dv, allowed_rows, allowed_index, causal, scale, bk, lowest):
-    """With P = e / l: dV += eᵀ (dO / l) and dS = (scale / l) · e ∘ (dO Vᵀ − D)."""
-    tq, d = q.shape[1:]
-    tk, dvalue = k.shape[1], v.shape[2]
-    kt, vt = _chunks_transposed(k[n], bk), _chunks_transposed(v[n], bk)
-    e = np.empty(((tk + bk - 1) // bk, _BQ * bk), q.dtype)
-    ds = np.empty(_BQ * bk, q.dtype)
-    dq_part, dk_part, dv_part = np.empty((_BQ, d), q.dtype), np.empty((bk, d), q.dtype), np.empty((bk, dvalue), q.dtype)
-    inverse, delta, g_scaled = np.empty(_BQ, q.dtype), np.empty(_BQ, q.dtype), np.empty((_BQ, dvalue), q.dtype)
-    for i0 in range(0, tq, _BQ):
+    tiles = (tq + _BQ - 1) // _BQ
+    e = np.empty((kt.shape[1], _BQ * bk), q.dtype)
+    inverse, part = np.empty(_BQ, q.dtype), np.empty((_BQ, dv), q.dtype)
+    for t in range(start, stop):
+        n, i0 = t // tiles, (t % tiles) * _BQ
         i1 = min(i0 + _BQ, tq)
         rows, end = i1 - i0, _key_end(i1 - 1, tq, tk, causal)
         if end == 0:
             continue
-        chunks = _exponentials(q[n, i0:i1], kt, end, i0, tq, tk, allowed_rows,
+        chunks = _exponentials(q[n, i0:i1], kt[n], end, i0, tq, tk, allowed_rows,
                                allowed_index[n * tq + i0:n * tq + i1], causal, scale, lowest, bk, e, inverse)
-        for r in range(rows):
-            total = q.dtype.type(0)
-            for f in range(dvalue):
-                total += g[n, i0 + r, f] * o[n, i0 + r, f]
-                g_scaled[r, f] = g[n, i0 + r, f] * inverse[r]
-            delta[r] = total
         for c in range(chunks):
             j0 = c * bk
             w = min(bk, tk - j0)
-            ec = e[c, :rows * w].reshape((rows, w))
-            dsc = ds[:rows * w].reshape((rows, w))
-            np.dot(ec.T, g_scaled[:rows], dv_part[:w])
-            dv[n, j0:j0 + w] += dv_part[:w]
-            np.dot(g[n, i0:i1], vt[c, :dvalue * w].reshape((dvalue, w)), dsc)
+            np.dot(e[c, :rows * w].reshape((rows, w)), v[n, j0:j0 + w], part[:rows])
+            _add(o[n, i0:i1], part[:rows])
+        for r in range(rows):
+            for f in range(dv):
+                o[n, i0 + r, f] *= inverse[r]
+
+
+@njit(nogil=True, fastmath=True, cache=True)
+def _backward_heads(start, stop, q, k, v, g, o, dq, dk, dv, allowed_rows, allowed_index, causal, scale, bk,
+                    lowest):
+    """dq, dk, dv (zeros on entry) += the gradients for the pairs start ≤ n < stop. With P = e / l:
+    dV += eᵀ (dO / l) and dS = (scale / l) · e ∘ (dO Vᵀ − D)."""
+    tq, d = q.shape[1:]
+    tk, dvalue = k.shape[1], v.shape[2]
+    e = np.empty(((tk + bk - 1) // bk, _BQ * bk), q.dtype)
+    ds = np.empty(_BQ * bk, q.dtype)
+    dq_part, dk_part, dv_part = np.empty((_BQ, d), q.dtype), np.empty((bk, d), q.dtype), np.empty((bk, dvalue), q.dtype)
+    inverse, delta, g_scaled = np.empty(_BQ, q.dtype), np.empty(_BQ, q.dtype), np.empty((_BQ, dvalue), q.dtype)
+    kt, vt = np.empty((e.shape[0], d * bk), q.dtype), np.empty((e.shape[0], dvalue * bk), q.dtype)
+    for n in range(start, stop):
+        _chunks_transposed(k[n], bk, kt)
+        _chunks_transposed(v[n], bk, vt)
+        for i0 in range(0, tq, _BQ):
+            i1 = min(i0 + _BQ, tq)
+            rows, end = i1 - i0, _key_end(i1 - 1, tq, tk, causal)
+            if end == 0:
+                continue
+            chunks = _exponentials(q[n, i0:i1], kt, end, i0, tq, tk, allowed_rows,
+                                   allowed_index[n * tq + i0:n * tq + i1], causal, scale, lowest, bk, e, inverse)
             for r in range(rows):
-                factor = scale * inverse[r]
-                for j in range(w):
-                    dsc[r, j] = factor * ec[r, j] * (dsc[r, j] - delta[r])
-            np.dot(dsc, k[n, j0:j0 + w], dq_part[:rows])
-            dq[n, i0:i1] += dq_part[:rows]
-            np.dot(dsc.T, q[n, i0:i1], dk_part[:w])
-            dk[n, j0:j0 + w] += dk_part[:w]
+                total = q.dtype.type(0)
+                for f in range(dvalue):
+                    total += g[n, i0 + r, f] * o[n, i0 + r, f]
+                    g_scaled[r, f] = g[n, i0 + r, f] * inverse[r]
+                delta[r] = total
+            for c in range(chunks):
+                j0 = c * bk
+                w = min(bk, tk - j0)
+                ec = e[c, :rows * w].reshape((rows, w))
+                dsc = ds[:rows * w].reshape((rows, w))
+                np.dot(ec.T, g_scaled[:rows], dv_part[:w])
+                _add(dv[n, j0:j0 + w], dv_part[:w])
+                np.dot(g[n, i0:i1], vt[c, :dvalue * w].reshape((dvalue, w)), dsc)
+                for r in range(rows):
+                    factor = scale * inverse[r]
+                    for j in range(w):
+                        dsc[r, j] = factor * ec[r, j] * (dsc[r, j] - delta[r])
+                np.dot(dsc, k[n, j0:j0 + w], dq_part[:rows])
+                _add(dq[n, i0:i1], dq_part[:rows])
+                np.dot(dsc.T, q[n, i0:i1], dk_part[:w])
+                _add(dk[n, j0:j0 + w], dk_part[:w])

@@ -88,6 +88,7 @@ def _layer_norm_backward_rows(g, x, weight, eps):
 
 @parallel_kernel(fastmath=True)
 def _layer_norm_params_backward_rows(g, x, eps, threads):
+    """each thread sums a block of rows into its own partial (dweight, dbias); then the partials are added"""
     R, D = x.shape
     partial = np.zeros((threads, 2, D), x.dtype)
     span = (R + threads - 1) // threads
@@ -98,4 +99,8 @@ def _layer_norm_params_backward_rows(g, x, eps, threads):
             for j in range(D):
                 dweight[j] += g[r, j] * (x[r, j] - mean) * rstd
                 dbias[j] += g[r, j]
-    return partial.sum(axis=0)
+    for t in range(1, threads):
+        for j in range(D):
+            partial[0, 0, j] += partial[t, 0, j]
+            partial[0, 1, j] += partial[t, 1, j]
+    return partial[0].copy()

@@ -12,7 +12,13 @@ holds the core that the late one needs. The benchmarks' GPT training step took 3
 60-70 ms with ``OMP_WAIT_POLICY=passive`` (threads sleep at once), measured back to back at a load of
 2.5-3. Importing this module sets that policy unless the environment already sets one; it must precede
 the first parallel kernel call, which starts Numba's OpenMP runtime.
+
+``in_threads`` runs a ``nogil`` kernel over parts of a range on Python threads instead: for kernels whose
+loop body calls other compiled functions, which numba compiles once more for a prange body. The two
+flash-attention kernels took 30-40 s to compile as prange loops and 12 s as plain functions (cold cache,
+load 3-5).
 """
+import concurrent.futures
 import functools
 import os
 
@@ -43,6 +49,24 @@ def parallel_kernel(fn=None, **options):
 
     run.kernel = kernel
     return run
+
+
+def in_threads(kernel, count: int, *args, work: int) -> None:
+    """``kernel(start, stop, *args)`` over 0 ≤ i < count, the range split into one part per Numba thread
+    (``numba.get_num_threads()``), the calling thread taking the first; ``kernel`` must release the GIL
+    (``nogil=True``). One part when ``work`` (elements) is below PARALLEL_MIN_SIZE."""
+    parts = max(1, min(numba.get_num_threads(), count)) if work >= PARALLEL_MIN_SIZE else 1
+    bounds = [count * i // parts for i in range(parts + 1)]
+    others = [_pool().submit(kernel, a, b, *args) for a, b in zip(bounds[1:-1], bounds[2:])]
+    kernel(bounds[0], bounds[1], *args)
+    for part in others:
+        part.result()
+
+
+@functools.cache
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    """Idle workers wait on a lock, not spinning."""
+    return concurrent.futures.ThreadPoolExecutor(max(1, numba.config.NUMBA_NUM_THREADS - 1), "attngraph")
 
 
 @njit(parallel=True, cache=True)

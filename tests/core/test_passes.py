@@ -80,7 +80,7 @@ def test_fuse_moves_transposes_into_matmuls_and_a_bias_into_gelu(rng):
     same_results(graph, optimized, x=X)
 
 
-def gpt_step_graph(rng, **trace_options):
+def gpt_step_graph(rng):
     model = GPT(11, 16, 2, 2, 32, 8, dropout=0.0, rng=rng)
     tokens, targets = (rng.integers(0, 11, (2, 8)) for _ in range(2))
     graph = ag.trace(lambda tokens, targets: ag.cross_entropy(model(tokens), targets), tokens=tokens,
@@ -99,14 +99,14 @@ def test_attention_fusion_replaces_composed_attention_and_its_gradient(rng):
 
 
 def test_attention_maps_asked_for_keep_the_composition(rng):
-    graph, feeds = gpt_step_graph(rng)
+    graph, _ = gpt_step_graph(rng)
     weights = [n for n in graph.nodes if n.name == "attention"]
     optimized = passes.optimize(graph.with_outputs({"weights": weights[0]}))
     assert ops(optimized)["softmax"] == 1 and ops(optimized)["attention"] == 1
 
 
 def test_compile_optimizes_unless_debugging(rng):
-    graph, feeds = gpt_step_graph(rng)
+    graph, _ = gpt_step_graph(rng)
     assert graph.compile().graph is not graph
     with ag.debug():
         assert graph.compile().graph is graph

@@ -78,24 +78,27 @@ def test_queries_that_see_nothing_get_zeros_not_nan(rng):
     assert np.isfinite(grads).all()
     np.testing.assert_array_equal(o[:, 1::2], 0)
     np.testing.assert_array_equal(grads[0][:, 1::2], 0)
-    dq, dk, dv = kernels.attention_backward(np.ones_like(o), o, q, k, v, mask[[0, 2, 0, 2]])
+    dq, _, dv = kernels.attention_backward(np.ones_like(o), o, q, k, v, mask[[0, 2, 0, 2]])
     assert np.abs(dq).max() > 0 and np.abs(dv).max() > 0
 
 
 def test_memory_is_linear_in_length(rng):
     """T = 4096: one T × T float32 matrix would be 64 MiB; the kernels hold (64 · T) scores per thread."""
-    status = "/proc/self/status"
+    def reset_peak():
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+
+    def resident(key):
+        with open("/proc/self/status") as f:
+            return int(re.search(rf"{key}:\s+(\d+) kB", f.read()).group(1)) * 1024
+
     try:
-        open("/proc/self/clear_refs", "w").write("5")
+        reset_peak()
     except OSError:
         pytest.skip("needs Linux's /proc to read peak memory")
     q, k, v = (rng.standard_normal((1, 4096, 16)).astype(np.float32) for _ in range(3))
     kernels.attention_backward(q, kernels.attention(q, k, v, causal=True), q, k, v, causal=True)   # compile
-
-    def resident(key):
-        return int(re.search(rf"{key}:\s+(\d+) kB", open(status).read()).group(1)) * 1024
-
-    open("/proc/self/clear_refs", "w").write("5")
+    reset_peak()
     before = resident("VmRSS")
     kernels.attention_backward(q, kernels.attention(q, k, v, causal=True), q, k, v, causal=True)
     assert resident("VmHWM") - before < 16 * 2 ** 20

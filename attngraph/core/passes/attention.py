@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..graph import Graph, Node
-from ..prims.attention import gradient_parts, packable
 from ..primitive import lookup
+from ..prims.attention import gradient_parts, packable
 from .rewrite import rewrite
 
 
