@@ -1,4 +1,7 @@
-"""Shared fixtures: a seeded generator and a helper to run a traced function on NumPy arrays."""
+"""Shared fixtures: a seeded generator, the shared data folder, and a helper to run a traced function."""
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -8,6 +11,19 @@ import attngraph as ag
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+@pytest.fixture
+def shared_data():
+    """A file of the corpora beside the project (``$ATTNGRAPH_SHARED_DATA``, default ../shared/data);
+    the test is skipped when it is absent."""
+    folder = Path(os.environ.get("ATTNGRAPH_SHARED_DATA", Path(__file__).parents[2] / "shared" / "data"))
+
+    def path(name: str) -> Path:
+        if not (folder / name).exists():
+            pytest.skip(f"{name} not found in {folder} (set ATTNGRAPH_SHARED_DATA)")
+        return folder / name
+    return path
 
 
 def run(fn, *arrays):

@@ -1,6 +1,4 @@
-"""Fixtures of the training tests: the shared data folder, and a tiny regression problem."""
-import os
-from pathlib import Path
+"""Fixtures of the training tests: a tiny regression problem."""
 from types import SimpleNamespace
 
 import numpy as np
@@ -8,19 +6,6 @@ import pytest
 
 import attngraph as ag
 from attngraph.nn import MLP, init
-
-
-@pytest.fixture
-def shared_data():
-    """A file of the corpora beside the project (``$ATTNGRAPH_SHARED_DATA``, default ../shared/data);
-    the test is skipped when it is absent."""
-    folder = Path(os.environ.get("ATTNGRAPH_SHARED_DATA", Path(__file__).parents[3] / "shared" / "data"))
-
-    def path(name: str) -> Path:
-        if not (folder / name).exists():
-            pytest.skip(f"{name} not found in {folder} (set ATTNGRAPH_SHARED_DATA)")
-        return folder / name
-    return path
 
 
 WEIGHTS = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
