@@ -16,6 +16,11 @@ from ops.cuda import reduce as red
 from ops.cuda import softmax as sm
 from ops.cuda.layout import flat, rows
 
+def _biased(x, bias):
+    """x + bias, the bias that the fusion pass moves into GELU (optional)."""
+    return x if bias is None else ew.add(x, bias)
+
+
 _ELEMENTWISE = ("add", "sub", "mul", "div", "pow", "maximum", "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
                 "erf", "where", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
                 "logical_or", "logical_not", "astype")
@@ -23,8 +28,10 @@ _MOVEMENT = ("reshape", "transpose", "broadcast_to", "getitem", "scatter_slice",
 
 KERNELS = {
     **{name: getattr(ew, name) for name in _ELEMENTWISE},
-    "gelu": lambda x, approximate: (ew.gelu_tanh if approximate == "tanh" else ew.gelu_erf)(x),
-    "gelu_grad": lambda g, x, approximate: gelu.gelu_backward(g, x, exact=approximate != "tanh"),
+    "gelu": lambda x, bias=None, *, approximate: (ew.gelu_tanh if approximate == "tanh" else ew.gelu_erf)(
+        _biased(x, bias)),
+    "gelu_grad": lambda g, x, bias=None, *, approximate: gelu.gelu_backward(g, _biased(x, bias),
+                                                                           exact=approximate != "tanh"),
     **{name: getattr(movement, name) for name in _MOVEMENT},
     "gather": embedding.gather,
     "scatter_add": embedding.scatter_add,
