@@ -69,9 +69,14 @@ def _check_grads(args) -> int:
     return 0 if report.ok else 1
 
 
+def _default_demo() -> str:
+    from .demos import DEFAULT
+    return DEFAULT
+
+
 def _demo(args) -> int:
-    from .demos import DEFAULT, DEMOS
-    name = args.name or DEFAULT
+    from .demos import DEMOS
+    name = args.name or _default_demo()
     if name not in DEMOS:
         args.parser.error(f"unknown demo {name!r}; choose from {', '.join(DEMOS)}")
     importlib.import_module(f"attngraph.demos.{name}").main(args.rest)
@@ -304,6 +309,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Run the command line; returns the exit status (2 for bad arguments, 1 for a failure)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["demo"] and argv[1:2] and argv[1].startswith("-") and argv[1] not in ("-h", "--help"):
+        argv.insert(1, _default_demo())     # `attngraph demo --steps 5`: options for the default demo
     try:
         args = _parser().parse_args(argv)
         if hasattr(args, "config"):

@@ -85,3 +85,8 @@ def test_bad_arguments_exit_with_2_and_a_usage_message(capsys, argv):
 def test_python_dash_m():
     done = subprocess.run([sys.executable, "-m", "attngraph", "--help"], capture_output=True, text=True, check=False)
     assert done.returncode == 0 and "render" in done.stdout
+
+
+def test_demo_options_without_a_name_go_to_the_default_demo(tmp_path):
+    assert main(["demo", "--steps", "2", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "metrics.json").is_file()

@@ -160,7 +160,9 @@ class Run:
         positive = losses[np.isfinite(losses)]
         log_y = positive.size > 0 and positive.min() > 0 and positive.max() / positive.min() > 50
         title = f"{self.name}: training loss" + (" and evaluations" if evaluations else "")
-        return line_chart(series, self.path(filename), title=title, y_label="loss", log_y=log_y)
+        others = [name for name in list(series)[2:] if "loss" not in name]
+        return line_chart(series, self.path(filename), title=title, y_label=", ".join(["loss", *others]),
+                          log_y=log_y)
 
     def finish(self, *, task: str, model: str, config: dict, metrics: dict, extra: dict | None = None) -> dict:
         """Draw the loss curve, write metrics.json and print it; returns the metrics."""
