@@ -237,6 +237,18 @@ class Classification:
                 "vocab": len(self.vocab)}
 
 
+def classification_run(name: str, doc: str, steps: int, corpus: str, training: dict,
+                       argv) -> tuple[Run, "Classification"]:
+    """A labelled-text demo's run (``--data PATH``, ``--limit N`` for smoke tests) and its corpus, split."""
+    parser = demo_parser(name, doc, steps=steps)
+    parser.add_argument("--data", type=Path, required=True, help=f"the {corpus} zip or folder")
+    parser.add_argument("--limit", type=int, help="use only this many examples (smoke tests)")
+    run = Run(parser, argv, paths={"data": f"the {corpus} corpus"})
+    data = Classification.read(run.args.data, run.args.seed, training["heldout"], training["validation"],
+                               training["min_count"], run.args.limit)
+    return run, data
+
+
 def word_dropout(ids: np.ndarray, rng: np.random.Generator, p: float, unk: int, pad: int = 0) -> np.ndarray:
     """``ids`` with every word (not padding) replaced by ``unk`` with probability ``p`` (Iyyer et al. 2015)."""
     return np.where((ids != pad) & (rng.random(ids.shape) < p), unk, ids)

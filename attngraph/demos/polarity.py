@@ -27,7 +27,6 @@ and attention-1.svg ... attention-4.svg: the hops' weights over the first four h
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import attngraph as ag
 from attngraph.attention import redundancy_penalty
@@ -36,15 +35,7 @@ from attngraph.models import StructuredClassifier
 from attngraph.train import AdamW, CosineDecay
 from attngraph.train.data import pad_sequences, tokenize
 
-from .common import (
-    BestParameters,
-    Classification,
-    Run,
-    accuracy,
-    demo_parser,
-    log_count_ratio,
-    word_dropout,
-)
+from .common import BestParameters, accuracy, classification_run, log_count_ratio, word_dropout
 
 STEPS = 1800
 LENGTH = 48
@@ -55,13 +46,8 @@ SHOWN = 4
 
 
 def main(argv=None) -> dict:
-    parser = demo_parser("polarity", __doc__, steps=STEPS)
-    parser.add_argument("--data", type=Path, required=True, help="the sentence-polarity zip or folder")
-    parser.add_argument("--limit", type=int, help="use only this many sentences (smoke tests)")
-    run = Run(parser, argv, paths={"data": "the sentence-polarity corpus"})
+    run, data = classification_run("polarity", __doc__, STEPS, "sentence-polarity", TRAINING, argv)
     args = run.args
-    data = Classification.read(args.data, args.seed, TRAINING["heldout"], TRAINING["validation"],
-                               TRAINING["min_count"], args.limit)
     vocab = data.vocab
 
     def encode(texts):

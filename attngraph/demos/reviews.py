@@ -24,7 +24,6 @@ sentences), each shaded relative to its largest weight, which its title gives wi
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 
@@ -35,7 +34,7 @@ from attngraph.models import HAN
 from attngraph.train import AdamW, CosineDecay
 from attngraph.train.data import pad_documents, sentences, tokenize
 
-from .common import BestParameters, Classification, Run, accuracy, demo_parser, log_count_ratio, word_dropout
+from .common import BestParameters, accuracy, classification_run, log_count_ratio, word_dropout
 
 STEPS = 500
 SENTENCES, WORDS = 32, 32
@@ -51,13 +50,8 @@ def document(text: str) -> list[list[str]]:
 
 
 def main(argv=None) -> dict:
-    parser = demo_parser("reviews", __doc__, steps=STEPS)
-    parser.add_argument("--data", type=Path, required=True, help="the movie-review polarity zip or folder")
-    parser.add_argument("--limit", type=int, help="use only this many reviews (smoke tests)")
-    run = Run(parser, argv, paths={"data": "the movie-review polarity corpus"})
+    run, data = classification_run("reviews", __doc__, STEPS, "movie-review polarity", TRAINING, argv)
     args = run.args
-    data = Classification.read(args.data, args.seed, TRAINING["heldout"], TRAINING["validation"],
-                               TRAINING["min_count"], args.limit)
     vocab = data.vocab
 
     def encode(texts):
