@@ -5,6 +5,10 @@
                         meta.json      the metadata, as UTF-8 bytes: the copy that ``load`` reads
     run/step1000.json   the same metadata, for people and tools
 
+Parameters and optimizer state are saved from NumPy copies wherever they live (``Parameter.numpy``,
+``Optimizer.state_dict``) and restored onto the devices where the model's parameters live now: a run on
+"cuda" saves and resumes as one on "cpu" does.
+
 The metadata holds the format version, the attngraph version, the model's class and parameter shapes, the
 optimizer's configuration, and whatever the caller adds (the ``Trainer`` adds the model's name and
 config, the step, the schedule and the RNG state).
@@ -19,8 +23,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 

@@ -26,18 +26,49 @@ a batch N times larger than fits at once::
 
 ``state_dict()`` holds the step count and every state array (momenta, moments) keyed by parameter name;
 the hyper-parameters are the constructor's arguments and ``config()`` lists them.
+
+Devices: everything happens where each parameter lives (``Parameter.device``), as in Chainer: its state arrays
+are allocated there (and follow it when it moves, ``Module.to``), and its update, the accumulation and clipping
+of its gradient and the gradient's share of the norm run there, by ops/cpu/optim.py's kernels for NumPy arrays
+and ops/cuda/optim.py's for CUDA device arrays (imported on first use, so that importing attngraph never
+imports numba.cuda). A gradient must live where its parameter does. Only the norm (a float) and
+``state_dict()`` (NumPy copies) cross to the host.
 """
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from types import SimpleNamespace
 
 import numpy as np
 
-from ops.cpu import optim as kernels
+from ops.cpu import optim as cpu_kernels
 
+from ..core.executor import get_device
 from ..core.parameter import Parameter
 from ..errors import CheckpointError
+
+
+def _device_of(a) -> str:
+    """"cuda" for a CUDA device array, "cpu" for anything else (a NumPy array, a list)."""
+    return "cuda" if getattr(a, "__cuda_ndarray__", False) else "cpu"
+
+
+def _on_its_device(name: str):
+    """ops/cpu/optim.py's function ``name``, or ops/cuda/optim.py's (imported on first use) when its first
+    argument (the parameter, or the gradient) is a device array."""
+    def kernel(a, *args, **kwargs):
+        if _device_of(a) == "cpu":
+            module = cpu_kernels
+        else:
+            from ops.cuda import optim as module
+        return getattr(module, name)(a, *args, **kwargs)
+    kernel.__name__ = kernel.__qualname__ = name
+    return kernel
+
+
+kernels = SimpleNamespace(**{name: _on_its_device(name) for name in ("sgd", "adam", "adamw", "accumulate", "scale",
+                                                                     "zeros_like", "sum_of_squares")})
 
 
 class Optimizer:
@@ -54,7 +85,7 @@ class Optimizer:
         self.named = _named_parameters(params)
         self.lr = lr
         self.steps = 0
-        self.state = {key: [np.zeros_like(p.data) for _, p in self.named] for key in state_names}
+        self.state = {key: [kernels.zeros_like(p.data) for _, p in self.named] for key in state_names}
 
     @property
     def names(self) -> list[str]:
@@ -62,18 +93,30 @@ class Optimizer:
 
     def step(self, grads: Sequence[np.ndarray | None], scale: float = 1.0) -> None:
         """Update every parameter from its gradient (``None``: leave it alone), the gradients aligned
-        with ``names`` and multiplied by ``scale`` on the fly."""
+        with ``names``, living where their parameters do, and multiplied by ``scale`` on the fly."""
         if len(grads) != len(self.named):
             raise ValueError(f"{len(grads)} gradients for {len(self.named)} parameters ({', '.join(self.names)})")
         for (name, p), g in zip(self.named, grads):
             if g is not None and np.shape(g) != p.shape:
                 raise ValueError(f"gradient of shape {np.shape(g)} for parameter {name!r} of shape {p.shape}")
+            if g is not None and _device_of(g) != p.device:
+                raise ValueError(f"the gradient of parameter {name!r} is on {_device_of(g)!r} but the parameter is "
+                                 f"on {p.device!r}: compute it on the parameter's device")
         self.steps += 1
         for i, ((_, p), g) in enumerate(zip(self.named, grads)):
             if g is not None:
-                self.update(p.data, g, [arrays[i] for arrays in self.state.values()], scale)
+                self.update(p.data, g, self._state_of(i), scale)
 
-    def update(self, param: np.ndarray, grad: np.ndarray, state: list[np.ndarray], scale: float) -> None:
+    def _state_of(self, i: int) -> list:
+        """The state arrays of parameter i, moved to where it lives when it has moved since they were made."""
+        device = self.named[i][1].device
+        for arrays in self.state.values():
+            if _device_of(arrays[i]) != device:
+                arrays[i] = get_device(device).put(arrays[i])
+        return [arrays[i] for arrays in self.state.values()]
+
+    def update(self, param, grad, state: list, scale: float) -> None:
+        """One step of one parameter (``kernels`` run it on the parameter's device)."""
         raise NotImplementedError
 
     def config(self) -> dict:
@@ -82,28 +125,32 @@ class Optimizer:
                 **{name: getattr(self, name) for name in self.hyperparameters}}
 
     def state_dict(self) -> dict[str, np.ndarray]:
-        """Copies of the step count (``steps``) and the state arrays (``<state>/<parameter name>``)."""
+        """NumPy copies of the step count (``steps``) and the state arrays (``<state>/<parameter name>``),
+        wherever they live."""
         state = {"steps": np.asarray(self.steps, np.int64)}
         for key, arrays in self.state.items():
-            state.update({f"{key}/{name}": a.copy() for (name, _), a in zip(self.named, arrays)})
+            state.update({f"{key}/{name}": _host_copy(a) for (name, _), a in zip(self.named, arrays)})
         return state
 
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
-        """Restore ``state_dict()``'s content. Every key, shape and dtype is checked first: differences
-        raise ``CheckpointError`` listing them all and leave the optimizer unchanged."""
-        own = self.state_dict()
+        """Restore ``state_dict()``'s content, each state array put where its parameter lives. Every key,
+        shape and dtype is checked first: differences raise ``CheckpointError`` listing them all and leave the
+        optimizer unchanged."""
+        own = {"steps": ((), np.dtype(np.int64))}
+        for key in self.state:
+            own.update({f"{key}/{name}": (p.shape, p.dtype) for name, p in self.named})
         problems = [f"missing: {key}" for key in own if key not in state]
         problems += [f"unexpected: {key}" for key in state if key not in own]
         for key in own.keys() & state.keys():
-            value = np.asarray(state[key])
-            if value.shape != own[key].shape or value.dtype != own[key].dtype:
-                problems.append(f"{key}: expected {own[key].shape} {own[key].dtype}, got {value.shape} {value.dtype}")
+            value, (shape, dtype) = np.asarray(state[key]), own[key]
+            if value.shape != shape or value.dtype != dtype:
+                problems.append(f"{key}: expected {shape} {dtype}, got {value.shape} {value.dtype}")
         if problems:
             raise CheckpointError("optimizer state does not fit the optimizer:\n  " + "\n  ".join(sorted(problems)))
         self.steps = int(state["steps"])
         for key, arrays in self.state.items():
-            for (name, _), a in zip(self.named, arrays):
-                a[...] = state[f"{key}/{name}"]
+            for i, (name, p) in enumerate(self.named):
+                arrays[i] = get_device(p.device).put(np.array(state[f"{key}/{name}"], copy=True, order="C"))
 
     def __repr__(self) -> str:
         settings = ", ".join(f"{k}={v!r}" for k, v in self.config().items() if k != "type")
@@ -157,8 +204,9 @@ class AdamW(Adam):
 
 
 class GradientAccumulator:
-    """Sums the gradients of successive micro-batches (see the module's docstring). The first gradients
-    are kept as given and copied only when a second set is added, so a single micro-batch costs nothing."""
+    """Sums the gradients of successive micro-batches (see the module's docstring), each on its device. The
+    first gradients are kept as given and copied only when a second set is added, so a single micro-batch
+    costs nothing; the caller's arrays are never written."""
 
     def __init__(self):
         self.reset()
@@ -172,10 +220,10 @@ class GradientAccumulator:
             self.grads = list(grads)
         else:
             if self.count == 1:
-                self.grads = [None if g is None else np.array(g, copy=True) for g in self.grads]
+                self.grads = [None if g is None else _copy(g) for g in self.grads]
             for total, g in zip(self.grads, grads):
                 if total is not None:
-                    total += g
+                    kernels.accumulate(total, g)
         self.count += 1
 
 
@@ -191,16 +239,29 @@ def clip_factor(norm: float, max_norm: float) -> float:
 
 
 def clip_grad_norm(grads: Sequence[np.ndarray | None], max_norm: float) -> float:
-    """Scale the gradients in place so that their global norm is at most ``max_norm``; returns the norm
-    before clipping. (``optimizer.step(grads, scale=clip_factor(global_norm(grads), max_norm))`` does the same
-    without writing the gradients.)"""
+    """Scale the gradients in place (on their devices) so that their global norm is at most ``max_norm``;
+    returns the norm before clipping. (``optimizer.step(grads, scale=clip_factor(global_norm(grads), max_norm))``
+    does the same without writing the gradients.)"""
     norm = global_norm(grads)
     factor = clip_factor(norm, max_norm)
     if factor < 1:
         for g in grads:
             if g is not None:
-                g *= g.dtype.type(factor)
+                kernels.scale(g, factor)
     return norm
+
+
+def _host_copy(a) -> np.ndarray:
+    return np.array(a, copy=True) if _device_of(a) == "cpu" else a.copy_to_host()
+
+
+def _copy(g):
+    """A new array holding ``g``'s values, on its device."""
+    if _device_of(g) == "cpu":
+        return np.array(g, copy=True)
+    total = kernels.zeros_like(g)
+    kernels.accumulate(total, g)
+    return total
 
 
 def _named_parameters(params) -> list[tuple[str, Parameter]]:

@@ -10,6 +10,13 @@
 vary) or else on the first batch's shapes — differentiated with respect to the optimizer's parameters,
 and compiled for ``device``.
 
+Devices: the Trainer moves the model to ``device`` ("cpu" or "cuda") once, when it is made (``Module.to``).
+On "cuda" the parameters, activations, gradients and optimizer state then stay on the GPU for the whole run:
+each micro-batch's inputs are copied there, the gradients are accumulated, clipped and applied there
+(attngraph/train/optim.py), and only the logged scalars (the loss, the loss_fn's other outputs, the gradient
+norm) come back to the host; a checkpoint copies the parameters and the optimizer state to the host, and
+``load`` puts them back on the GPU. The same seed gives the same run on either device, up to rounding.
+
 Randomness is a function of (seed, step, micro-batch): micro-batch k of optimizer step t is drawn by
 ``batches(np.random.default_rng(s))`` and dropout's masks are seeded by ``s'``, where s and s' are
 children of ``np.random.SeedSequence([seed, t, k])``. So the same seed gives the same loss curve, and a
@@ -29,13 +36,14 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from ..core.api import trace
+from ..core.executor import get_device
 from ..core.tracing import Input
 from ..errors import AttnGraphError, CheckpointError
 from . import checkpoint
@@ -49,13 +57,13 @@ class Trainer:
     """Minimizes ``loss_fn(model, **batch)`` with ``optimizer``; the module docstring describes the loop.
 
     schedule: the learning rate of each step (default: the optimizer's, constant). inputs: ``ag.Input``
-    specs of the batch (default: the first batch's shapes). clip: the largest global gradient norm.
-    accumulate: micro-batches per optimizer step. eval_every, eval_fn(model) -> {metric: value}, monitor,
-    mode ("min"/"max"), patience: evaluation and early stopping. callbacks: ``callback(trainer, record)``.
-    metrics_path: the JSONL file. checkpoint_every, checkpoint_path: periodic checkpoints. tokens(batch):
-    its token count, to report tokens rather than examples per second. seed: of batches and dropout.
-    progress: the tqdm bar (None: when stderr is a terminal). model_info: the model's name and config,
-    stored in checkpoints.
+    specs of the batch (default: the first batch's shapes). device: "cpu" or "cuda", where the model is moved
+    and trained. clip: the largest global gradient norm. accumulate: micro-batches per optimizer step.
+    eval_every, eval_fn(model) -> {metric: value}, monitor, mode ("min"/"max"), patience: evaluation and early
+    stopping. callbacks: ``callback(trainer, record)``. metrics_path: the JSONL file. checkpoint_every,
+    checkpoint_path: periodic checkpoints. tokens(batch): its token count, to report tokens rather than
+    examples per second. seed: of batches and dropout. progress: the tqdm bar (None: when stderr is a
+    terminal). model_info: the model's name and config, stored in checkpoints.
     """
 
     def __init__(self, model, loss_fn: Callable, optimizer: Optimizer, *, schedule: Schedule | None = None,
@@ -73,7 +81,8 @@ class Trainer:
             raise ValueError("eval_every and patience need an eval_fn")
         if (checkpoint_every is None) != (checkpoint_path is None):
             raise ValueError("checkpoint_every and checkpoint_path go together")
-        self.model, self.loss_fn, self.optimizer, self.schedule = model, loss_fn, optimizer, schedule
+        self._to_host = get_device(device).get
+        self.model, self.loss_fn, self.optimizer, self.schedule = model.to(device), loss_fn, optimizer, schedule
         self.inputs, self.device, self.clip, self.accumulate = inputs, device, clip, accumulate
         self.eval_every, self.eval_fn, self.patience = eval_every, eval_fn, patience
         self.monitor, self.mode = monitor, mode
@@ -164,9 +173,10 @@ class Trainer:
             batch_seed, dropout_seed = np.random.SeedSequence([self.seed, t, k]).spawn(2)
             batch = batches(np.random.default_rng(batch_seed))
             outputs = self._run(batch, dropout_seed)
-            losses.append(float(outputs[0]))
-            for name, value in zip(self._metrics, outputs[1:]):
-                extras[name] = extras.get(name, 0.0) + float(value) / self.accumulate
+            loss, *metrics = (float(self._to_host(value)) for value in outputs[:1 + len(self._metrics)])
+            losses.append(loss)
+            for name, value in zip(self._metrics, metrics):
+                extras[name] = extras.get(name, 0.0) + value / self.accumulate
             accumulator.add([None if i is None else outputs[i] for i in self._slots])
             count += self.tokens(batch) if self.tokens else len(next(iter(batch.values())))
         norm = global_norm(accumulator.grads) / self.accumulate
@@ -182,7 +192,7 @@ class Trainer:
             self._compile(batch)
         if "rng_seed" in self._executable.graph.inputs:
             batch = {**batch, "rng_seed": np.int64(dropout_seed.generate_state(1, np.uint64)[0] >> np.uint64(1))}
-        return self._executable(**batch)
+        return self._executable.run_on_device(**batch)
 
     def _compile(self, batch: dict) -> None:
         """Trace the objective, differentiate it with respect to the optimizer's parameters, compile."""

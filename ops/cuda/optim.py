@@ -1,15 +1,18 @@
-"""Optimizer updates on the device, fused: the formulas and contract of ops/cpu/optim.py.
+"""Optimizer updates on the device, fused: the formulas, contract and argument handling of ops/cpu/optim.py.
 
 With g = s·∇ + λθ (s scales the raw gradient, λ is L2 weight decay):
 
   sgd    b ← μ·b + g;  θ ← θ − η·(g + μ·b) with Nesterov, θ ← θ − η·b without
   adam   m ← β₁·m + (1 − β₁)·g;  v ← β₂·v + (1 − β₂)·g²;  θ ← θ − η/(1 − β₁ᵗ) · m / (√v / √(1 − β₂ᵗ) + ε)
   adamw  θ ← θ·(1 − ηλ), then adam with g = s·∇
+  accumulate  G ← G + ∇;   scale  G ← c·G
 
-Each function updates ``param`` and its state (device arrays of the parameter's shape and dtype) in place; the
-gradient may be a device or a host array and is not written. A thread per element runs the CPU's own update
-loop on its one-element slice of the arrays, so the arithmetic is the CPU's, compiled for the GPU.
-``sum_of_squares`` accumulates in float64 and returns a Python float (a copy to the host).
+Each function updates ``param`` (or G) and its state (device arrays of the parameter's shape and dtype) in
+place; the gradient may be a device or a host array and is not written. ``zeros_like(param)`` allocates a state
+array on the device. The functions are ops/cpu/optim.py's ``Updates``, given this module's pieces: device arrays
+and kernels in which a thread per element runs the CPU's own update loop on its one-element slice of the arrays,
+so the arithmetic is the CPU's, compiled for the GPU. ``sum_of_squares`` accumulates in float64 and returns a
+Python float (a copy to the host).
 """
 import numpy as np
 
@@ -24,27 +27,8 @@ from ops.cuda.reduce import block_sum
 
 _sgd_element = device_function(cpu._sgd)
 _adam_element = device_function(cpu._adam, np=mathfn)          # its np.sqrt is CUDA's sqrt
-
-
-def sgd(param, grad, momentum_buffer, lr, momentum=0.0, weight_decay=0.0, nesterov=False, scale=1.0):
-    """One SGD step; ``momentum_buffer`` is b (shape of param), or None when momentum is 0."""
-    if momentum and momentum_buffer is None:
-        raise ValueError("SGD with momentum needs a momentum buffer")
-    dt = param.dtype.type
-    buffer = full((0,), 0, param.dtype) if momentum_buffer is None else _flat(momentum_buffer, param)
-    p = _flat(param, param)
-    _sgd[blocks(p.size), THREADS](p, _grad(grad, param), buffer, dt(lr), dt(momentum), dt(weight_decay), nesterov,
-                                  dt(scale))
-
-
-def adam(param, grad, m, v, lr, step, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, scale=1.0):
-    """One Adam step, the ``step``-th (1-based: it sets the bias corrections), with L2 weight decay."""
-    _adam_step(param, grad, m, v, lr, step, betas, eps, weight_decay, 1.0, scale)
-
-
-def adamw(param, grad, m, v, lr, step, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, scale=1.0):
-    """One AdamW step: Adam whose weight decay shrinks θ by (1 − η·λ) instead of entering the moments."""
-    _adam_step(param, grad, m, v, lr, step, betas, eps, 0.0, 1.0 - lr * weight_decay, scale)
+_add_element = device_function(cpu._add)
+_scale_element = device_function(cpu._scale)
 
 
 def sum_of_squares(x):
@@ -52,18 +36,6 @@ def sum_of_squares(x):
     partial = empty((blocks(x.size, ROW_THREADS),), np.float64)      # one sum per block
     _sum_of_squares[partial.size, ROW_THREADS](partial, flat(x))
     return float(to_host(red.sum(partial, (0,), False)))
-
-
-def _adam_step(param, grad, m, v, lr, step, betas, eps, l2, decay, scale):
-    if step < 1:
-        raise ValueError(f"Adam's step count starts at 1, got {step}")
-    dt = param.dtype.type
-    beta1, beta2 = betas
-    step_size = lr / (1 - beta1 ** step)
-    inverse_root_bc2 = 1 / np.sqrt(1 - beta2 ** step)
-    p = _flat(param, param)
-    _adam[blocks(p.size), THREADS](p, _grad(grad, param), _flat(m, param), _flat(v, param), dt(scale), dt(l2),
-                                   dt(decay), dt(beta1), dt(beta2), dt(step_size), dt(inverse_root_bc2), dt(eps))
 
 
 def _flat(a, param):
@@ -83,6 +55,11 @@ def _grad(grad, param):
     return flat(grad if grad.dtype == param.dtype else astype(grad, param.dtype))
 
 
+def _launched(kernel):
+    """``kernel`` called as its CPU twin is: a grid-stride launch over its first (flat) array."""
+    return lambda p, *args: kernel[blocks(p.size), THREADS](p, *args)
+
+
 @cuda.jit
 def _sgd(p, g, b, lr, mu, l2, nesterov, scale):
     """b.size == 0 means no momentum"""
@@ -98,6 +75,18 @@ def _adam(p, g, m, v, scale, l2, decay, beta1, beta2, step_size, inverse_root_bc
 
 
 @cuda.jit
+def _add(total, g):
+    for i in range(cuda.grid(1), total.size, cuda.gridsize(1)):
+        _add_element(total[i:i + 1], g[i:i + 1])
+
+
+@cuda.jit
+def _scale(x, factor):
+    for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+        _scale_element(x[i:i + 1], factor)
+
+
+@cuda.jit
 def _sum_of_squares(partial, x):
     shared = cuda.shared.array(ROW_THREADS, np.float64)
     s = np.float64(0)
@@ -106,3 +95,9 @@ def _sum_of_squares(partial, x):
     s = block_sum(shared, s)
     if cuda.threadIdx.x == 0:
         partial[cuda.blockIdx.x] = s
+
+
+_UPDATES = cpu.Updates(lambda shape, dtype: full(shape, 0, dtype), _flat, _grad,
+                       *map(_launched, (_sgd, _adam, _add, _scale)))
+sgd, adam, adamw = _UPDATES.sgd, _UPDATES.adam, _UPDATES.adamw
+accumulate, scale, zeros_like = _UPDATES.accumulate, _UPDATES.scale, _UPDATES.zeros_like
