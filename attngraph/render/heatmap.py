@@ -81,6 +81,8 @@ def _svg(grid: np.ndarray, x_labels: list[str], y_labels: list[str], title: str)
                     out.append(f'<rect x="{x0 + j * cell}" y="{y0 + i * cell}" width="{cell}" height="{cell}" '
                                f'fill="#{grey:02x}{grey:02x}{grey:02x}"><title>{html.escape(y_labels[i])} → '
                                f'{html.escape(x_labels[j])}: {w:.3f}</title></rect>')
+            out.append(f'<rect class="frame" x="{x0 - 0.5}" y="{y0 - 0.5}" width="{tx * cell + 1}" '
+                       f'height="{ty * cell + 1}" fill="none" stroke="#888"/>')     # white cells stay visible
     out.append(f'<text x="{left}" y="{height - 4}" fill="#555">weight: black 0, white 1</text>')
     return "\n".join(out + ["</svg>"]) + "\n"
 

@@ -33,6 +33,18 @@ def test_layers_by_heads_grid(tmp_path):
     assert "head 2" in text and "layer 1" in text
 
 
+def test_every_map_has_a_frame_so_that_white_cells_show_on_the_white_page(tmp_path):
+    weights = np.zeros((2, 3, 1, 4))
+    weights[..., 0] = 1.0                                                          # one-row maps, white cells
+    path = attention_heatmap(weights, list("abcd"), ["x"], tmp_path / "frames.svg")
+    root = ET.parse(path).getroot()
+    frames = [r for r in root.iter(f"{SVG}rect") if r.get("class") == "frame"]
+    assert len(frames) == 2 * 3
+    first = cells(path)[0]
+    assert (float(frames[0].get("x")), float(frames[0].get("y"))) < (float(first.get("x")), float(first.get("y")))
+    assert frames[0].get("fill") == "none" and frames[0].get("stroke") not in (None, "white", "#ffffff")
+
+
 def test_bad_weights_and_labels(tmp_path):
     with pytest.raises(RenderError, match="shape"):
         attention_heatmap(np.ones(3), None, None, tmp_path / "a.svg")
