@@ -14,6 +14,9 @@ raises ``ValueError`` / ``TypeError`` with a short reason, which the tracer turn
 emits graph nodes with the same functional API as user code, so the backward pass is a graph too.
 
 ``flops(out_shape, *input_shapes, **attrs)`` counts floating-point operations on concrete shapes.
+
+A kernel may offer ``for_dtypes(*input_dtypes)``, returning the kernel specialized to those dtypes: the
+executor then resolves it once per node instead of on every call (the elementwise ufuncs do).
 """
 from __future__ import annotations
 

@@ -16,11 +16,6 @@ from ..dims import broadcast
 from ._infer import comparison, elementwise, float_elementwise, logical, require_float, same_dtype
 
 
-def kernel(ufunc):
-    """Numba ufuncs return NumPy scalars for 0-d operands; the executor wants arrays."""
-    return lambda *xs: np.asarray(ufunc(*xs))
-
-
 def unary_float(x):
     require_float(x)
     return x.shape, x.dtype
@@ -82,27 +77,27 @@ def where_rule(cond, a, b):
     return broadcast(cond.shape, a.shape, b.shape), same_dtype(a, b)
 
 
-define("add", elementwise, cpu=kernel(ew.add), flops=per_element(1), vjp=lambda g, y, a, b: (g, g))
-define("sub", elementwise, cpu=kernel(ew.sub), flops=per_element(1), vjp=lambda g, y, a, b: (g, -g))
-define("mul", elementwise, cpu=kernel(ew.mul), flops=per_element(1), vjp=lambda g, y, a, b: (g * b, g * a))
-define("div", float_elementwise, cpu=kernel(ew.div), flops=per_element(1),
+define("add", elementwise, cpu=ew.add, flops=per_element(1), vjp=lambda g, y, a, b: (g, g))
+define("sub", elementwise, cpu=ew.sub, flops=per_element(1), vjp=lambda g, y, a, b: (g, -g))
+define("mul", elementwise, cpu=ew.mul, flops=per_element(1), vjp=lambda g, y, a, b: (g * b, g * a))
+define("div", float_elementwise, cpu=ew.div, flops=per_element(1),
        vjp=lambda g, y, a, b: (g / b, -g * y / b))
-define("pow", float_elementwise, cpu=kernel(ew.pow), flops=per_element(10),
+define("pow", float_elementwise, cpu=ew.pow, flops=per_element(10),
        vjp=lambda g, y, a, b: (g * b * a ** (b - 1), g * y * F.log(a)))
-define("maximum", elementwise, cpu=kernel(ew.maximum), flops=per_element(1),
+define("maximum", elementwise, cpu=ew.maximum, flops=per_element(1),
        vjp=lambda g, y, a, b: (g * maximum_share(a, b), g * maximum_share(b, a)))
-define("neg", lambda x: (x.shape, x.dtype), cpu=kernel(ew.neg), flops=per_element(1),
+define("neg", lambda x: (x.shape, x.dtype), cpu=ew.neg, flops=per_element(1),
        vjp=lambda g, y, x: (-g,))
-define("exp", unary_float, cpu=kernel(ew.exp), flops=per_element(4), vjp=lambda g, y, x: (g * y,))
-define("log", unary_float, cpu=kernel(ew.log), flops=per_element(4), vjp=lambda g, y, x: (g / x,))
-define("sqrt", unary_float, cpu=kernel(ew.sqrt), flops=per_element(1), vjp=lambda g, y, x: (g / (2 * y),))
-define("tanh", unary_float, cpu=kernel(ew.tanh), flops=per_element(6),
+define("exp", unary_float, cpu=ew.exp, flops=per_element(4), vjp=lambda g, y, x: (g * y,))
+define("log", unary_float, cpu=ew.log, flops=per_element(4), vjp=lambda g, y, x: (g / x,))
+define("sqrt", unary_float, cpu=ew.sqrt, flops=per_element(1), vjp=lambda g, y, x: (g / (2 * y),))
+define("tanh", unary_float, cpu=ew.tanh, flops=per_element(6),
        vjp=lambda g, y, x: (g * (1 - y * y),))
-define("sigmoid", unary_float, cpu=kernel(ew.sigmoid), flops=per_element(6),
+define("sigmoid", unary_float, cpu=ew.sigmoid, flops=per_element(6),
        vjp=lambda g, y, x: (g * y * (1 - y),))
-define("relu", unary_float, cpu=kernel(ew.relu), flops=per_element(1),
+define("relu", unary_float, cpu=ew.relu, flops=per_element(1),
        vjp=lambda g, y, x: (F.where(F.greater(x, 0.0), g, 0.0),))
-define("erf", unary_float, cpu=kernel(ew.erf), flops=per_element(10),
+define("erf", unary_float, cpu=ew.erf, flops=per_element(10),
        vjp=lambda g, y, x: (g * (2 / math.sqrt(math.pi)) * F.exp(-x * x),))
 define("gelu", gelu_rule, flops=per_element(10), vjp=gelu_vjp,
        cpu=lambda x, bias=None, *, approximate: gelu_kernels.gelu(x, bias, approximate == "none"),
@@ -110,7 +105,7 @@ define("gelu", gelu_rule, flops=per_element(10), vjp=gelu_vjp,
 define("gelu_grad", gelu_grad_rule, flops=per_element(14), vjp=gelu_grad_vjp,
        cpu=lambda g, x, bias=None, *, approximate: gelu_kernels.gelu_backward(g, x, bias, approximate == "none"),
        doc="g · GELU'(x + bias): GELU's backward in one pass (composed, it was 19 elementwise nodes)")
-define("where", where_rule, cpu=kernel(ew.where), flops=per_element(1),
+define("where", where_rule, cpu=ew.where, flops=per_element(1),
        vjp=lambda g, y, c, a, b: (None, F.where(c, g, 0.0), F.where(c, 0.0, g)))
 define("astype", lambda x, dtype: (x.shape, np.dtype(dtype)), cpu=lambda x, dtype: x.astype(dtype),
        vjp=lambda g, y, x, dtype: (g.astype(x.dtype) if x.dtype.kind == "f" else None,))
@@ -118,7 +113,7 @@ define("stop_gradient", lambda x: (x.shape, x.dtype), cpu=lambda x: x, vjp=lambd
 
 for name, ufunc in [("equal", ew.equal), ("not_equal", ew.not_equal), ("less", ew.less),
                     ("less_equal", ew.less_equal), ("greater", ew.greater), ("greater_equal", ew.greater_equal)]:
-    define(name, comparison, cpu=kernel(ufunc), flops=per_element(1), differentiable=False)
+    define(name, comparison, cpu=ufunc, flops=per_element(1), differentiable=False)
 for name, ufunc in [("logical_and", ew.logical_and), ("logical_or", ew.logical_or)]:
-    define(name, logical, cpu=kernel(ufunc), differentiable=False)
-define("logical_not", logical, cpu=kernel(ew.logical_not), differentiable=False)
+    define(name, logical, cpu=ufunc, differentiable=False)
+define("logical_not", logical, cpu=ew.logical_not, differentiable=False)
