@@ -37,7 +37,8 @@ def header() -> str:
     layer, threads = threading_info()
     torch = f"torch {tr.torch.__version__} ({tr.torch.get_num_threads()} threads)" if tr else "torch not installed"
     return (f"{_cpu()}, {os.cpu_count()} cores; numpy {np.__version__}, numba {numba.__version__} ({layer}, "
-            f"{threads} threads), {torch}; OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}\n"
+            f"{threads} threads), {torch}; OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}, "
+            f"OPENBLAS_THREAD_TIMEOUT={os.environ['OPENBLAS_THREAD_TIMEOUT']}\n"
             f"median [interquartile range] per run; ratio = median over rounds of attngraph / reference\n")
 
 
