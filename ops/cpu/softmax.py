@@ -63,12 +63,19 @@ def _causal_end(r, t, causal, tq):
 
 
 @njit(fastmath=True, cache=True)
-def _allowed_max(x, allowed, end, lowest):
-    """The max of x[j] over the j < end with allowed[j]; lowest if there are none."""
+def _shifted_exps(e, x, allowed, end, lowest):
+    """e[j] = e^(x[j] - m) for the j < end with allowed[j] and 0 for the other j < end, where m is the max of
+    those x[j] (lowest if there are none); returns m and the sum of e[:end]. The prologue of both forward
+    kernels: softmax keeps e, log_softmax only m and the sum."""
+    zero = x.dtype.type(0)
     m = lowest
     for j in range(end):
         m = mathfn.maximum(m, x[j] if allowed[j] else lowest)
-    return m
+    s = zero
+    for j in range(end):
+        e[j] = mathfn.exp(x[j] - m) if allowed[j] else zero
+        s += e[j]
+    return m, s
 
 
 @parallel_kernel(fastmath=True)
@@ -78,12 +85,7 @@ def _softmax_rows(x, mask_rows, mask_index, causal, tq, lowest):
     y = np.empty_like(x)
     for r in prange(R):
         allowed, end = mask_rows[mask_index[r]], _causal_end(r, T, causal, tq)
-        m = _allowed_max(x[r], allowed, end, lowest)
-        s = zero
-        for j in range(end):
-            e = mathfn.exp(x[r, j] - m) if allowed[j] else zero
-            y[r, j] = e
-            s += e
+        _, s = _shifted_exps(y[r], x[r], allowed, end, lowest)
         scale = x.dtype.type(1) / s if s > zero else zero       # s >= 1 unless nothing takes part
         for j in range(end):
             y[r, j] *= scale
@@ -110,10 +112,7 @@ def _log_softmax_rows(x, mask_rows, mask_index, causal, tq, lowest):
     y = np.empty_like(x)
     for r in prange(R):
         allowed, end = mask_rows[mask_index[r]], _causal_end(r, T, causal, tq)
-        m = _allowed_max(x[r], allowed, end, lowest)
-        s = zero
-        for j in range(end):
-            s += mathfn.exp(x[r, j] - m) if allowed[j] else zero
+        m, s = _shifted_exps(y[r], x[r], allowed, end, lowest)     # y[r] as scratch, overwritten below
         if s > zero:
             shift = m + math.log(s)
             for j in range(end):
