@@ -88,6 +88,19 @@ def _allowed(mask, mask_strides, shape, r, j, t):
     return mask[offset(r * t + j, shape, mask_strides)]
 
 
+@cuda.jit(device=True)
+def _row_max(shared, x, r, end, lowest, mask, mask_strides, shape):
+    """The max of x[r, j] over the j < end that the mask allows (lowest if there are none), by the whole block
+    in ``shared``; every thread gets it. (The sums of e^(x - m) that follow stay in each kernel: softmax rounds
+    each term, which it keeps, before adding it, whereas log_softmax's addition takes exp's last product
+    unrounded (an FMA on a GPU), so one shared loop would change one of them in the last bit.)"""
+    m = lowest
+    for j in range(cuda.threadIdx.x, end, ROW_THREADS):
+        if _allowed(mask, mask_strides, shape, r, j, x.shape[1]):
+            m = mathfn.maximum(m, x[r, j])
+    return block_max(shared, m)
+
+
 @cuda.jit
 def _softmax_rows(y, x, lowest, mask, mask_strides, shape, causal, tq):
     shared = cuda.shared.array(ROW_THREADS, x.dtype)
@@ -95,11 +108,7 @@ def _softmax_rows(y, x, lowest, mask, mask_strides, shape, causal, tq):
     zero = x.dtype.type(0)
     for r in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
         end = _causal_end(r, t, causal, tq)
-        m = lowest
-        for j in range(cuda.threadIdx.x, end, ROW_THREADS):
-            if _allowed(mask, mask_strides, shape, r, j, t):
-                m = mathfn.maximum(m, x[r, j])
-        m = block_max(shared, m)
+        m = _row_max(shared, x, r, end, lowest, mask, mask_strides, shape)
         s = zero
         for j in range(cuda.threadIdx.x, end, ROW_THREADS):
             e = mathfn.exp(x[r, j] - m) if _allowed(mask, mask_strides, shape, r, j, t) else zero
@@ -131,11 +140,7 @@ def _log_softmax_rows(y, x, lowest, mask, mask_strides, shape, causal, tq):
     zero = x.dtype.type(0)
     for r in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
         end = _causal_end(r, t, causal, tq)
-        m = lowest
-        for j in range(cuda.threadIdx.x, end, ROW_THREADS):
-            if _allowed(mask, mask_strides, shape, r, j, t):
-                m = mathfn.maximum(m, x[r, j])
-        m = block_max(shared, m)
+        m = _row_max(shared, x, r, end, lowest, mask, mask_strides, shape)
         s = zero
         for j in range(cuda.threadIdx.x, end, ROW_THREADS):
             if _allowed(mask, mask_strides, shape, r, j, t):
