@@ -36,33 +36,65 @@ def _block_reduction(combine):
     return reduce
 
 
-block_sum = _block_reduction(device_function(lambda a, b: a + b))
-block_max = _block_reduction(mathfn.maximum)
+def _reduction(combine, start):
+    """The block-wide reduction (``_block_reduction``) and the two kernels of a reduction by ``combine(a, b)``, a
+    device function, of x (A, K, N) over K into out (A, N): ``rows`` for N == 1, a block per row of x taken as
+    (A, K), and ``middle`` for N > 1, a thread per output. Each thread's partial result starts at
+    ``start(x, index)``, given the index of the output's first input, (a, 0) or (a, 0, n): the identity of
+    ``combine``, or that input where combining a value with itself gives it back (max; K >= 1)."""
+    block = _block_reduction(combine)
+
+    @cuda.jit
+    def rows(out, x):
+        """out[a, 0] from the x[a, k]"""
+        shared = cuda.shared.array(ROW_THREADS, x.dtype)
+        for a in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
+            value = start(x, (a, 0))
+            for k in range(cuda.threadIdx.x, x.shape[1], ROW_THREADS):
+                value = combine(value, x[a, k])
+            value = block(shared, value)
+            if cuda.threadIdx.x == 0:
+                out[a, 0] = value
+
+    @cuda.jit
+    def middle(out, x):
+        """out[a, n] from the x[a, k, n]"""
+        for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+            a, n = divmod(i, out.shape[1])
+            value = start(x, (a, 0, n))
+            for k in range(x.shape[1]):
+                value = combine(value, x[a, k, n])
+            out[a, n] = value
+
+    return block, rows, middle
+
+
+block_sum, _sum_rows, _sum_middle = _reduction(device_function(lambda a, b: a + b),
+                                               device_function(lambda x, index: x.dtype.type(0)))
+block_max, _max_rows, _max_middle = _reduction(mathfn.maximum, device_function(lambda x, index: x[index]))
 
 
 def sum(x, axes, keepdims):
     """Sum of x over ``axes`` (normalized, non-negative; () gives a copy); 0 over empty axes."""
-    x3, shape = _as_reduction(x, axes, keepdims)
-    a, k, n = x3.shape
-    out = empty((a, n), x.dtype)
-    if n == 1:
-        _sum_rows[blocks(a, 1), ROW_THREADS](out, x3.reshape(a, k))
-    else:
-        _sum_middle[blocks(a * n), THREADS](out, x3)
-    return out.reshape(shape)
+    return _reduce(_sum_rows, _sum_middle, *_as_reduction(x, axes, keepdims))
 
 
 def max(x, axes, keepdims):
     """Maximum of x over ``axes`` (normalized, non-negative; () gives a copy); NaN if any is NaN."""
     x3, shape = _as_reduction(x, axes, keepdims)
-    a, k, n = x3.shape
-    if k == 0:
+    if x3.shape[1] == 0:
         raise ValueError(f"max over an empty axis: shape {tuple(x.shape)}, axes {tuple(axes)}")
-    out = empty((a, n), x.dtype)
+    return _reduce(_max_rows, _max_middle, x3, shape)
+
+
+def _reduce(rows, middle, x3, shape):
+    """x3 (A, K, N) reduced over K by a reduction's kernels (``_reduction``), as an array of ``shape``."""
+    a, k, n = x3.shape
+    out = empty((a, n), x3.dtype)
     if n == 1:
-        _max_rows[blocks(a, 1), ROW_THREADS](out, x3.reshape(a, k))
+        rows[blocks(a, 1), ROW_THREADS](out, x3.reshape(a, k))
     else:
-        _max_middle[blocks(a * n), THREADS](out, x3)
+        middle[blocks(a * n), THREADS](out, x3)
     return out.reshape(shape)
 
 
@@ -78,52 +110,4 @@ def _as_reduction(x, axes, keepdims):
         first = len(kept)
     last = first + len(axes)
     return x.reshape(math.prod(x.shape[:first]), math.prod(x.shape[first:last]), math.prod(x.shape[last:])), shape
-
-
-@cuda.jit
-def _sum_rows(out, x):
-    """out[a, 0] = sum_k x[a, k]"""
-    shared = cuda.shared.array(ROW_THREADS, x.dtype)
-    for a in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
-        s = x.dtype.type(0)
-        for k in range(cuda.threadIdx.x, x.shape[1], ROW_THREADS):
-            s += x[a, k]
-        s = block_sum(shared, s)
-        if cuda.threadIdx.x == 0:
-            out[a, 0] = s
-
-
-@cuda.jit
-def _max_rows(out, x):
-    """out[a, 0] = max_k x[a, k] for K >= 1"""
-    shared = cuda.shared.array(ROW_THREADS, x.dtype)
-    for a in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
-        m = x[a, 0]
-        for k in range(cuda.threadIdx.x, x.shape[1], ROW_THREADS):
-            m = mathfn.maximum(m, x[a, k])
-        m = block_max(shared, m)
-        if cuda.threadIdx.x == 0:
-            out[a, 0] = m
-
-
-@cuda.jit
-def _sum_middle(out, x):
-    """out[a, n] = sum_k x[a, k, n]"""
-    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-        a, n = divmod(i, out.shape[1])
-        s = x.dtype.type(0)
-        for k in range(x.shape[1]):
-            s += x[a, k, n]
-        out[a, n] = s
-
-
-@cuda.jit
-def _max_middle(out, x):
-    """out[a, n] = max_k x[a, k, n] for K >= 1"""
-    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-        a, n = divmod(i, out.shape[1])
-        m = x[a, 0, n]
-        for k in range(1, x.shape[1]):
-            m = mathfn.maximum(m, x[a, k, n])
-        out[a, n] = m
 
