@@ -111,6 +111,28 @@ def _load_tile(tile, x, b, start):
 
 
 @cuda.jit(device=True)
+def _load_row(row, x, b, i):
+    """row[c] = x[b, i, c] for the features c: a thread's own row i, zeros when i is past the end."""
+    live = i < x.shape[1]
+    for c in range(x.shape[2]):
+        row[c] = x[b, i, c] if live else x.dtype.type(0)
+
+
+@cuda.jit(device=True)
+def _store_row(x, b, i, row, n):
+    """x[b, i, c] = row[c] for c < n."""
+    for c in range(n):
+        x[b, i, c] = row[c]
+
+
+@cuda.jit(device=True)
+def _clear(row, n):
+    """row[c] = 0 for c < n."""
+    for c in range(n):
+        row[c] = row.dtype.type(0)
+
+
+@cuda.jit(device=True)
 def _dot(a, b, n):
     s = a.dtype.type(0)
     for c in range(n):
@@ -133,10 +155,8 @@ def _forward(out, lse, q, k, v, scale, lowest, mask, mask_strides, shape, causal
         for i0 in range(cuda.blockIdx.x * ATTENTION_TILE, tq, cuda.gridDim.x * ATTENTION_TILE):
             i = i0 + cuda.threadIdx.x
             live = i < tq
-            for c in range(d):
-                q_row[c] = q[b, i, c] if live else zero
-            for c in range(dv):
-                o[c] = zero
+            _load_row(q_row, q, b, i)
+            _clear(o, dv)
             m, total = lowest, zero
             for j0 in range(0, tk, ATTENTION_TILE):
                 _load_tile(k_tile, k, b, j0)
@@ -185,17 +205,14 @@ def _backward_keys(dk, dv, g, q, k, v, lse, row_dots, scale, mask, mask_strides,
     dv_row = cuda.local.array(HEAD_DIM_MAX, q.dtype)
     count, tq, d = q.shape
     tk, width = v.shape[1], v.shape[2]
-    zero = q.dtype.type(0)
     for b in range(cuda.blockIdx.y, count, cuda.gridDim.y):
         for j0 in range(cuda.blockIdx.x * ATTENTION_TILE, tk, cuda.gridDim.x * ATTENTION_TILE):
             j = j0 + cuda.threadIdx.x
             live = j < tk
-            for c in range(d):
-                k_row[c] = k[b, j, c] if live else zero
-                dk_row[c] = zero
-            for c in range(width):
-                v_row[c] = v[b, j, c] if live else zero
-                dv_row[c] = zero
+            _load_row(k_row, k, b, j)
+            _load_row(v_row, v, b, j)
+            _clear(dk_row, d)
+            _clear(dv_row, width)
             for i0 in range(0, tq, ATTENTION_TILE):
                 _load_tile(q_tile, q, b, i0)
                 _load_tile(g_tile, g, b, i0)
@@ -211,10 +228,8 @@ def _backward_keys(dk, dv, g, q, k, v, lse, row_dots, scale, mask, mask_strides,
                             dk_row[c] += scale * ds * q_tile[ii, c]
                 cuda.syncthreads()
             if live:
-                for c in range(d):
-                    dk[b, j, c] = dk_row[c]
-                for c in range(width):
-                    dv[b, j, c] = dv_row[c]
+                _store_row(dk, b, j, dk_row, d)
+                _store_row(dv, b, j, dv_row, width)
 
 
 @cuda.jit
@@ -227,16 +242,13 @@ def _backward_queries(dq, g, q, k, v, lse, row_dots, scale, mask, mask_strides, 
     dq_row = cuda.local.array(HEAD_DIM_MAX, q.dtype)
     count, tq, d = q.shape
     tk, width = v.shape[1], v.shape[2]
-    zero = q.dtype.type(0)
     for b in range(cuda.blockIdx.y, count, cuda.gridDim.y):
         for i0 in range(cuda.blockIdx.x * ATTENTION_TILE, tq, cuda.gridDim.x * ATTENTION_TILE):
             i = i0 + cuda.threadIdx.x
             live = i < tq
-            for c in range(d):
-                q_row[c] = q[b, i, c] if live else zero
-                dq_row[c] = zero
-            for c in range(width):
-                g_row[c] = g[b, i, c] if live else zero
+            _load_row(q_row, q, b, i)
+            _load_row(g_row, g, b, i)
+            _clear(dq_row, d)
             for j0 in range(0, tk, ATTENTION_TILE):
                 _load_tile(k_tile, k, b, j0)
                 _load_tile(v_tile, v, b, j0)
@@ -250,5 +262,4 @@ def _backward_queries(dq, g, q, k, v, lse, row_dots, scale, mask, mask_strides, 
                             dq_row[c] += scale * ds * k_tile[jj, c]
                 cuda.syncthreads()
             if live:
-                for c in range(d):
-                    dq[b, i, c] = dq_row[c]
+                _store_row(dq, b, i, dq_row, d)
