@@ -42,14 +42,16 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core import Input
 from ..render.curves import line_chart
 from ..render.graph import RenderError
 from ..render.heatmap import attention_heatmap
-from ..train import Trainer
+from ..train import Adam, AdamW, CosineDecay, Trainer
 from ..train.data import LabelledText, Vocabulary, read_labelled_text, tokenize
 
 FINAL_STEPS = 20        # final_train_loss averages the losses of this many last steps
 SMOOTHING = 0.95        # the loss curve's exponential moving average
+HELDOUT_SEED = 1_000_003    # a task demo's held-out pairs are drawn with the seed plus this
 
 
 def positive_int(text: str) -> int:
@@ -207,6 +209,30 @@ class BestParameters:
             self.model.load_state_dict(self.state)
 
 
+def train_on_task(run: Run, model, loss_fn: Callable, task, encode: Callable, training: dict,
+                  inputs: dict) -> Trainer:
+    """Train on a sequence task (``attngraph.train.data``) as the task demos do: batches of training["batch"]
+    pairs drawn from a pool of training["train_pool"] pairs of the task's training split, made into the loss's
+    arrays by ``encode``; Adam at training["lr"] with a linear warm-up over training["warmup"] steps (at most
+    all but the last) and cosine decay to training["min_lr"]; gradients clipped at norm training["clip"]. Returns
+    the trainer (``Run.train``)."""
+    pool = task.sample(training["train_pool"], "train", seed=run.seed)
+
+    def batches(rng):
+        return encode([pool[i] for i in rng.integers(0, len(pool), training["batch"])])
+
+    steps = run.args.steps
+    return run.train(model, loss_fn, Adam(model, lr=training["lr"]), batches, inputs=inputs, clip=training["clip"],
+                     schedule=CosineDecay(training["lr"], steps, min(training["warmup"], steps - 1),
+                                          training["min_lr"]))
+
+
+def heldout_pairs(run: Run, task) -> list:
+    """The ``--heldout`` distinct pairs of a task's held-out split that a task demo evaluates on, drawn with a
+    seed of their own."""
+    return task.sample(run.args.heldout, "heldout", seed=run.seed + HELDOUT_SEED, distinct=True)
+
+
 @dataclass
 class Classification:
     """A labelled corpus split for a classification demo: ``heldout`` (touched only by the final
@@ -238,7 +264,7 @@ class Classification:
 
 
 def classification_run(name: str, doc: str, steps: int, corpus: str, training: dict,
-                       argv) -> tuple[Run, "Classification"]:
+                       argv) -> tuple[Run, Classification]:
     """A labelled-text demo's run (``--data PATH``, ``--limit N`` for smoke tests) and its corpus, split."""
     parser = demo_parser(name, doc, steps=steps)
     parser.add_argument("--data", type=Path, required=True, help=f"the {corpus} zip or folder")
@@ -247,6 +273,37 @@ def classification_run(name: str, doc: str, steps: int, corpus: str, training: d
     data = Classification.read(run.args.data, run.args.seed, training["heldout"], training["validation"],
                                training["min_count"], run.args.limit)
     return run, data
+
+
+def train_classifier(run: Run, data: Classification, ids: tuple, model, loss_fn: Callable, predict: Callable,
+                     inputs: dict, training: dict) -> dict:
+    """Train a classifier of ``data`` as the classification demos do, and measure it. ``ids`` are the encoded
+    training, validation and held-out examples; ``inputs`` holds the model's one input (name: ``Input``), fed
+    batches of training["batch"] training examples under word dropout (``word_dropout``, training["word_dropout"])
+    beside their ``labels``. AdamW (training["lr"], training["weight_decay"]) with cosine decay to
+    training["min_lr"], gradients clipped at norm training["clip"]; the validation accuracy of ``predict``,
+    measured every training["eval_every"] steps, picks the parameters kept (``BestParameters``). Returns the
+    metrics: heldout_accuracy (those parameters, the model set to evaluation), best_val_accuracy and best_step."""
+    train_ids, validation_ids, heldout_ids = ids
+    (name,) = inputs
+    steps = run.args.steps
+
+    def batches(rng):
+        rows = rng.integers(0, len(train_ids), training["batch"])
+        return {name: word_dropout(train_ids[rows], rng, training["word_dropout"], data.vocab.unk),
+                "labels": data.train.labels[rows]}
+
+    best = BestParameters(model, "val_accuracy", mode="max")
+    run.train(model, loss_fn, AdamW(model, lr=training["lr"], weight_decay=training["weight_decay"]), batches,
+              inputs={**inputs, "labels": Input(("B",), "int64")},
+              clip=training["clip"], schedule=CosineDecay(training["lr"], steps, 0, training["min_lr"]),
+              eval_every=min(training["eval_every"], steps),
+              eval_fn=lambda model: {"val_accuracy": accuracy(predict, validation_ids, data.validation.labels)},
+              callbacks=[best])
+    best.restore()
+    model.eval()
+    return {"heldout_accuracy": accuracy(predict, heldout_ids, data.heldout.labels),
+            "best_val_accuracy": best.value, "best_step": best.step}
 
 
 def word_dropout(ids: np.ndarray, rng: np.random.Generator, p: float, unk: int, pad: int = 0) -> np.ndarray:

@@ -20,10 +20,9 @@ from attngraph.core import functional as F
 from attngraph.inspect import attention_maps
 from attngraph.models import Transformer
 from attngraph.models.tokens import BOS, PAD
-from attngraph.train import Adam, CosineDecay
 from attngraph.train.data import Copy
 
-from .common import Run, demo_parser
+from .common import Run, demo_parser, heldout_pairs, train_on_task
 
 STEPS = 1200
 HELDOUT = 500
@@ -41,22 +40,15 @@ def main(argv=None) -> dict:
     vocab = len(task.vocab)
     model = Transformer(vocab, vocab, max_length=args.max_length + 2, rng=run.rng(1), **CONFIG)
 
-    pool = task.sample(TRAINING["train_pool"], "train", seed=args.seed)
-
-    def batches(rng):
-        return task.batch([pool[i] for i in rng.integers(0, len(pool), TRAINING["batch"])])
-
     def loss_fn(model, src, tgt_in, tgt_out):
         return F.cross_entropy(model(src, tgt_in), tgt_out, ignore_index=PAD)
 
     sequences = dict(src=ag.Input(("B", "S"), "int64"), tgt_in=ag.Input(("B", "T"), "int64"))
-    run.train(model, loss_fn, Adam(model, lr=TRAINING["lr"]),
-              batches, inputs={**sequences, "tgt_out": ag.Input(("B", "T"), "int64")}, clip=TRAINING["clip"],
-              schedule=CosineDecay(TRAINING["lr"], run.args.steps, min(TRAINING["warmup"], run.args.steps - 1),
-                                   TRAINING["min_lr"]))
+    train_on_task(run, model, loss_fn, task, task.batch, TRAINING,
+                  inputs={**sequences, "tgt_out": ag.Input(("B", "T"), "int64")})
 
     model.eval()
-    heldout = task.sample(args.heldout, "heldout", seed=args.seed + 1_000_003, distinct=True)
+    heldout = heldout_pairs(run, task)
     src = task.batch(heldout)["src"]
     predictions = model.greedy_decode(src, max_length=args.max_length + 1)
     decoded = [task.decode(row) for row in predictions]

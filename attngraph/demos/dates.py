@@ -26,10 +26,9 @@ import attngraph as ag
 from attngraph.core import functional as F
 from attngraph.models import BahdanauSeq2Seq
 from attngraph.models.tokens import PAD
-from attngraph.train import Adam, CosineDecay
 from attngraph.train.data import Dates, format_date, pad_sequences
 
-from .common import Run, demo_parser
+from .common import Run, demo_parser, heldout_pairs, train_on_task
 
 STEPS = 2000
 HELDOUT = 2000
@@ -53,22 +52,15 @@ def main(argv=None) -> dict:
         batch = task.batch(pairs)
         return {**batch, "src": pad_sequences(batch["src"], SOURCE_LENGTH)[0]}
 
-    pool = task.sample(TRAINING["train_pool"], "train", seed=args.seed)
-
-    def batches(rng):
-        return encode([pool[i] for i in rng.integers(0, len(pool), TRAINING["batch"])])
-
     def loss_fn(model, src, tgt_in, tgt_out):
         return F.cross_entropy(model(src, tgt_in), tgt_out, ignore_index=PAD)
 
     inputs = dict(src=ag.Input(("B", SOURCE_LENGTH), "int64"), tgt_in=ag.Input(("B", TARGET_LENGTH), "int64"),
                   tgt_out=ag.Input(("B", TARGET_LENGTH), "int64"))
-    run.train(model, loss_fn, Adam(model, lr=TRAINING["lr"]), batches, inputs=inputs, clip=TRAINING["clip"],
-              schedule=CosineDecay(TRAINING["lr"], args.steps, min(TRAINING["warmup"], args.steps - 1),
-                                   TRAINING["min_lr"]))
+    train_on_task(run, model, loss_fn, task, encode, TRAINING, inputs=inputs)
 
     model.eval()
-    heldout = task.sample(args.heldout, "heldout", seed=args.seed + 1_000_003, distinct=True)
+    heldout = heldout_pairs(run, task)
     tokens, _ = model.greedy_decode(encode(heldout)["src"], max_length=TARGET_LENGTH)
     decoded = [task.decode(row) for row in tokens]
     right = [d == target for d, (_, target) in zip(decoded, heldout)]

@@ -27,15 +27,13 @@ and attention-1.svg ... attention-4.svg: the hops' weights over the first four h
 """
 from __future__ import annotations
 
-
 import attngraph as ag
 from attngraph.attention import redundancy_penalty
 from attngraph.core import functional as F
 from attngraph.models import StructuredClassifier
-from attngraph.train import AdamW, CosineDecay
 from attngraph.train.data import pad_sequences, tokenize
 
-from .common import BestParameters, accuracy, classification_run, log_count_ratio, word_dropout
+from .common import classification_run, log_count_ratio, train_classifier
 
 STEPS = 1800
 LENGTH = 48
@@ -58,32 +56,20 @@ def main(argv=None) -> dict:
     model = StructuredClassifier(len(vocab), rng=run.rng(1), **CONFIG)
     if TRAINING["nb_init"]:
         model.embed.weight.data[:, 0] = TRAINING["nb_init"] * log_count_ratio(train_ids, data.train.labels, len(vocab))
-    forward = ag.trace(model, tokens=ag.Input(("B", LENGTH), "int64"))
+    tokens = ag.Input(("B", LENGTH), "int64")
+    forward = ag.trace(model, tokens=tokens)
     run_forward = forward.compile()
 
     def predict(ids):
         return run_forward(tokens=ids)[0]
-
-    def batches(rng):
-        rows = rng.integers(0, len(train_ids), TRAINING["batch"])
-        return dict(tokens=word_dropout(train_ids[rows], rng, TRAINING["word_dropout"], vocab.unk),
-                    labels=data.train.labels[rows])
 
     def loss_fn(model, tokens, labels):
         logits, weights = model(tokens)
         penalty = redundancy_penalty(weights)
         return {"loss": F.cross_entropy(logits, labels) + model.penalty * penalty, "penalty": penalty}
 
-    best = BestParameters(model, "val_accuracy", mode="max")
-    run.train(model, loss_fn, AdamW(model, lr=TRAINING["lr"], weight_decay=TRAINING["weight_decay"]), batches,
-              inputs=dict(tokens=ag.Input(("B", LENGTH), "int64"), labels=ag.Input(("B",), "int64")),
-              clip=TRAINING["clip"], schedule=CosineDecay(TRAINING["lr"], args.steps, 0, TRAINING["min_lr"]),
-              eval_every=min(TRAINING["eval_every"], args.steps),
-              eval_fn=lambda model: {"val_accuracy": accuracy(predict, validation_ids, data.validation.labels)},
-              callbacks=[best])
-    best.restore()
-    model.eval()
-    heldout_accuracy = accuracy(predict, heldout_ids, data.heldout.labels)
+    metrics = train_classifier(run, data, (train_ids, validation_ids, heldout_ids), model, loss_fn, predict,
+                               dict(tokens=tokens), TRAINING)
 
     run.graph(forward)
     logits, weights = run_forward(tokens=heldout_ids[:SHOWN])
@@ -98,8 +84,7 @@ def main(argv=None) -> dict:
                       model="structured self-attention (Lin et al. 2017) with the penalty",
                       config={"data": str(args.data), **data.sizes(), "length": LENGTH, "model": CONFIG,
                               "training": TRAINING, "seed": args.seed},
-                      metrics={"heldout_accuracy": heldout_accuracy, "best_val_accuracy": best.value,
-                               "best_step": best.step})
+                      metrics=metrics)
 
 
 if __name__ == "__main__":

@@ -24,17 +24,15 @@ sentences), each shaded relative to its largest weight, which its title gives wi
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 import attngraph as ag
 from attngraph.core import functional as F
 from attngraph.inspect import attention_maps
 from attngraph.models import HAN
-from attngraph.train import AdamW, CosineDecay
 from attngraph.train.data import pad_documents, sentences, tokenize
 
-from .common import BestParameters, accuracy, classification_run, log_count_ratio, word_dropout
+from .common import classification_run, log_count_ratio, train_classifier
 
 STEPS = 500
 SENTENCES, WORDS = 32, 32
@@ -69,24 +67,11 @@ def main(argv=None) -> dict:
     def predict(ids):
         return run_forward(documents=ids)
 
-    def batches(rng):
-        rows = rng.integers(0, len(train_ids), TRAINING["batch"])
-        return dict(documents=word_dropout(train_ids[rows], rng, TRAINING["word_dropout"], vocab.unk),
-                    labels=data.train.labels[rows])
-
     def loss_fn(model, documents, labels):
         return F.cross_entropy(model(documents), labels)
 
-    best = BestParameters(model, "val_accuracy", mode="max")
-    run.train(model, loss_fn, AdamW(model, lr=TRAINING["lr"], weight_decay=TRAINING["weight_decay"]), batches,
-              inputs=dict(documents=documents, labels=ag.Input(("B",), "int64")),
-              clip=TRAINING["clip"], schedule=CosineDecay(TRAINING["lr"], args.steps, 0, TRAINING["min_lr"]),
-              eval_every=min(TRAINING["eval_every"], args.steps),
-              eval_fn=lambda model: {"val_accuracy": accuracy(predict, validation_ids, data.validation.labels)},
-              callbacks=[best])
-    best.restore()
-    model.eval()
-    heldout_accuracy = accuracy(predict, heldout_ids, data.heldout.labels)
+    metrics = train_classifier(run, data, (train_ids, validation_ids, heldout_ids), model, loss_fn, predict,
+                               dict(documents=documents), TRAINING)
 
     run.graph(forward)
     shown = heldout_ids[:1]
@@ -112,8 +97,7 @@ def main(argv=None) -> dict:
                       model="hierarchical attention network (Yang et al. 2016)",
                       config={"data": str(args.data), **data.sizes(), "sentences": SENTENCES, "words": WORDS,
                               "model": CONFIG, "training": TRAINING, "seed": args.seed},
-                      metrics={"heldout_accuracy": heldout_accuracy, "best_val_accuracy": best.value,
-                               "best_step": best.step})
+                      metrics=metrics)
 
 
 def _clip(text: str, width: int) -> str:

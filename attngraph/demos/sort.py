@@ -22,10 +22,9 @@ import attngraph as ag
 from attngraph.core import functional as F
 from attngraph.inspect import attention_maps
 from attngraph.models import GPT
-from attngraph.train import Adam, CosineDecay
 from attngraph.train.data import IGNORE, Sort
 
-from .common import Run, demo_parser
+from .common import Run, demo_parser, heldout_pairs, train_on_task
 
 STEPS = 3000
 HELDOUT = 500
@@ -43,22 +42,15 @@ def main(argv=None) -> dict:
     vocab = len(task.vocab)
     model = GPT(vocab, max_length=2 * args.max_length + 1, rng=run.rng(1), **CONFIG)
 
-    pool = task.sample(TRAINING["train_pool"], "train", seed=args.seed)
-
-    def batches(rng):
-        return task.decoder_batch([pool[i] for i in rng.integers(0, len(pool), TRAINING["batch"])])
-
     def loss_fn(model, tokens, targets):
         return F.cross_entropy(model(tokens), targets, ignore_index=IGNORE)
 
     tokens = ag.Input(("B", "T"), "int64")
-    run.train(model, loss_fn, Adam(model, lr=TRAINING["lr"]), batches,
-              inputs=dict(tokens=tokens, targets=ag.Input(("B", "T"), "int64")), clip=TRAINING["clip"],
-              schedule=CosineDecay(TRAINING["lr"], args.steps, min(TRAINING["warmup"], args.steps - 1),
-                                   TRAINING["min_lr"]))
+    train_on_task(run, model, loss_fn, task, task.decoder_batch, TRAINING,
+                  inputs=dict(tokens=tokens, targets=ag.Input(("B", "T"), "int64")))
 
     model.eval()
-    heldout = task.sample(args.heldout, "heldout", seed=args.seed + 1_000_003, distinct=True)
+    heldout = heldout_pairs(run, task)
     bos = task.vocab.index["<s>"]
     decoded = [""] * len(heldout)
     for length in sorted({len(source) for source, _ in heldout}):      # one batch per prompt length
