@@ -5,12 +5,8 @@ op(a) is (..., M, K) and op(b) is (..., K, N), both at least 2-D, where op(x) is
 (as a Fortran-ordered matrix), so a graph's ``matmul(transpose(x), y)`` needs no copy of x. The batch
 dims broadcast and the result is (..., M, N). When b is one matrix and a is not transposed, a's batch
 folds into its rows: one large BLAS call. Otherwise the products op(a[ia[i]]) @ op(b[ib[i]]) of the
-flattened batch go into out[i]; the index arrays implement broadcasting without copying a or b. np.dot
-always writes into `out`: returning np.dot's result into out[i] compiles 10x slower.
-
-A bias (a vector along the last axis: a linear layer's, which the compiler's fusion pass moves in) is added
-to the rows of the product in place while they are still in cache, as torch's addmm does: in the benchmarks'
-large GPT step the 20 separate bias adds had taken 8.6 ms.
+flattened batch go into out[i]; the index arrays implement broadcasting without copying a or b. np.dot always writes into `out`: returning np.dot's result into
+out[i] compiles 10x slower.
 
 Threads: OpenBLAS (SciPy's, which numba calls) runs a product of M*K*N <= 2**18 on one thread and
 larger ones on all cores; called from numba's threads it oversubscribes them (64x(128x64 @ 64x128):
@@ -27,22 +23,19 @@ from ops.cpu.threads import parallel_kernel
 _BLAS_SERIAL_MAX = 2 ** 18     # OpenBLAS's threshold (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD)
 
 
-def matmul(a, b, bias=None, *, transpose_a=False, transpose_b=False):
-    """op(a) @ op(b) (+ bias, a vector along the last axis) for op(a) (..., M, K) and op(b) (..., K, N)."""
+def matmul(a, b, transpose_a=False, transpose_b=False):
+    """op(a) @ op(b) for op(a) (..., M, K) and op(b) (..., K, N)."""
     a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
     m, k = a.shape[:-3:-1] if transpose_a else a.shape[-2:]
     n = b.shape[-2] if transpose_b else b.shape[-1]
     if b.ndim == 2 and (a.ndim == 2 or not transpose_a):
         a2 = a.T if transpose_a else a.reshape(math.prod(a.shape[:-1]), k)
-        batch, out = a.shape[:-2], _matmul_2d(a2, b.T if transpose_b else b)
-    else:
-        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        out = _matmul_batched(a.reshape((math.prod(a.shape[:-2]),) + a.shape[-2:]),
-                              b.reshape((math.prod(b.shape[:-2]),) + b.shape[-2:]),
-                              _batch_index(a.shape[:-2], batch), _batch_index(b.shape[:-2], batch),
-                              m * k * n <= _BLAS_SERIAL_MAX, transpose_a, transpose_b)
-    if bias is not None:
-        _add_to_rows(out.reshape(math.prod(batch) * m, n), np.ascontiguousarray(bias, out.dtype))
+        return _matmul_2d(a2, b.T if transpose_b else b).reshape(*a.shape[:-2], m, n)
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    out = _matmul_batched(a.reshape((math.prod(a.shape[:-2]),) + a.shape[-2:]),
+                          b.reshape((math.prod(b.shape[:-2]),) + b.shape[-2:]),
+                          _batch_index(a.shape[:-2], batch), _batch_index(b.shape[:-2], batch),
+                          m * k * n <= _BLAS_SERIAL_MAX, transpose_a, transpose_b)
     return out.reshape(*batch, m, n)
 
 
@@ -72,14 +65,6 @@ def _matmul_batched(a, b, ia, ib, threaded, transpose_a, transpose_b):
         for i in range(ia.size):
             _dot(a[ia[i]], b[ib[i]], out[i], transpose_a, transpose_b)
     return out
-
-
-@parallel_kernel(fastmath=True)
-def _add_to_rows(out, bias):
-    """out[r, :] += bias, in place: the bias of a linear layer, added while the product is still in cache"""
-    for r in prange(out.shape[0]):
-        for j in range(out.shape[1]):
-            out[r, j] += bias[j]
 
 
 @njit(cache=True)

@@ -33,4 +33,4 @@ def test_transposed_operands_are_read_in_place(shapes, transpose_a, transpose_b,
     a = np.ascontiguousarray(a.swapaxes(-1, -2)) if transpose_a else a
     b = np.ascontiguousarray(b.swapaxes(-1, -2)) if transpose_b else b
     got = host(matmul(*on_device(a, b), transpose_a=transpose_a, transpose_b=transpose_b))
-    np.testing.assert_allclose(got, cpu_matmul(a, b, transpose_a=transpose_a, transpose_b=transpose_b), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, cpu_matmul(a, b, transpose_a, transpose_b), rtol=1e-5, atol=1e-6)

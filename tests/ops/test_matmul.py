@@ -36,12 +36,3 @@ def test_non_contiguous_operands(rng):
     a = rng.standard_normal((5, 4)).T
     b = rng.standard_normal((2, 6, 5)).transpose(0, 2, 1)
     np.testing.assert_allclose(matmul(a, b), np.matmul(a, b), rtol=1e-12)
-
-
-@pytest.mark.parametrize("a_shape, b_shape", SHAPES + [((40, 300, 64), (64, 48))])    # the last one threaded
-def test_a_bias_is_added_to_every_row_of_the_product(a_shape, b_shape, rng):
-    a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
-    bias = rng.standard_normal(b_shape[-1])
-    np.testing.assert_allclose(matmul(a, b, bias), np.matmul(a, b) + bias, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(matmul(np.swapaxes(a, -1, -2).copy(), b, bias, transpose_a=True),
-                               np.matmul(a, b) + bias, rtol=1e-12, atol=1e-12)

@@ -4,7 +4,6 @@ written as one loop over the nodes (see ``rewrite``):
   fold            constant subgraphs and shape-only ops evaluated once, at compile time
   fuse            transposes absorbed into matmuls, a bias add into the GELU after it
   fuse_attention  composed attention (and its gradient) into the fused flash-style primitive
-  fuse_bias       a bias add into the matmul before it
   simplify        transpose and reshape chains composed, broadcasts left to the kernels, x·1, x+0 dropped
   cse             duplicate computations merged
   dce             nodes that no output depends on dropped
@@ -23,10 +22,10 @@ from .attention import fuse_attention
 from .cse import cse
 from .dce import dce
 from .fold import fold
-from .fuse import fuse, fuse_bias
+from .fuse import fuse
 from .simplify import simplify
 
-PASSES = (fold, fuse, fuse_attention, fuse_bias, simplify, cse, dce)
+PASSES = (fold, fuse, fuse_attention, simplify, cse, dce)
 
 
 def optimize(graph: Graph) -> Graph:

@@ -1,9 +1,8 @@
 """Matrix products: ``matmul`` over the last two axes, with NumPy broadcasting of the batch axes.
 
-``matmul(a, b[, bias], transpose_a=False, transpose_b=False)`` computes op(a) @ op(b) (+ bias, a vector
-along the last axis), op swapping the last two axes of an operand whose flag is set, as BLAS's gemm does.
-``ag.matmul`` never sets the flags nor passes a bias; the compiler's fusion passes do, absorbing
-``transpose`` nodes that would otherwise copy the operand, and a linear layer's bias add."""
+``matmul(a, b, transpose_a=False, transpose_b=False)`` computes op(a) @ op(b), op swapping the last two
+axes of an operand whose flag is set, as BLAS's gemm does. ``ag.matmul`` never sets the flags; the
+compiler's fusion pass does, absorbing ``transpose`` nodes that would otherwise copy the operand."""
 from math import prod
 
 from ops.cpu import matmul as mm
@@ -18,7 +17,7 @@ def swapped(shape, transpose: bool):
     return shape[:-2] + shape[:-3:-1] if transpose else shape
 
 
-def matmul_rule(a, b, bias=None, *, transpose_a=False, transpose_b=False):
+def matmul_rule(a, b, transpose_a=False, transpose_b=False):
     require_float(a, b)
     if len(a.shape) < 2 or len(b.shape) < 2:
         raise ValueError("the matmul primitive takes operands of at least two dimensions")
@@ -26,19 +25,13 @@ def matmul_rule(a, b, bias=None, *, transpose_a=False, transpose_b=False):
     if a_shape[-1] != b_shape[-2]:
         raise ValueError(f"inner dimensions differ: {format_shape(a_shape)} @ {format_shape(b_shape)} "
                          f"contracts {a_shape[-1]} with {b_shape[-2]}")
-    if bias is not None and bias.shape != b_shape[-1:]:
-        raise ValueError(f"a bias must be a vector along the product's last axis, of shape ({b_shape[-1]},)")
-    return (broadcast(a_shape[:-2], b_shape[:-2]) + (a_shape[-2], b_shape[-1]),
-            same_dtype(a, b, *([] if bias is None else [bias])))
+    return broadcast(a_shape[:-2], b_shape[:-2]) + (a_shape[-2], b_shape[-1]), same_dtype(a, b)
 
 
-def matmul_vjp(g, y, a, b, bias=None, *, transpose_a=False, transpose_b=False):
-    """dA = G Bᵀ, dB = Aᵀ G, dbias = G summed over all but its last axis. A 2-D weight shared by every row of
-    a batched ``a`` gets its gradient from one flattened product instead of a per-batch product summed
-    afterwards. A transposed operand gets the transpose of its operand's gradient."""
-    if bias is not None:
-        return matmul_vjp(g, y, a, b, transpose_a=transpose_a, transpose_b=transpose_b) + (
-            F.sum(g, tuple(range(len(g.shape) - 1))),)
+def matmul_vjp(g, y, a, b, transpose_a=False, transpose_b=False):
+    """dA = G Bᵀ, dB = Aᵀ G. A 2-D weight shared by every row of a batched ``a`` gets its gradient from one
+    flattened product instead of a per-batch product summed afterwards. A transposed operand gets the
+    transpose of its operand's gradient."""
     if transpose_a or transpose_b:
         a_, b_ = (F.swapaxes(a, -1, -2) if transpose_a else a), (F.swapaxes(b, -1, -2) if transpose_b else b)
         da, db = matmul_vjp(g, y, a_, b_)
@@ -50,5 +43,4 @@ def matmul_vjp(g, y, a, b, bias=None, *, transpose_a=False, transpose_b=False):
 
 
 define("matmul", matmul_rule, cpu=mm.matmul, vjp=matmul_vjp,
-       flops=lambda out, a, b, bias=None, transpose_a=False, transpose_b=False:
-       2 * prod(out) * a[-2 if transpose_a else -1] + (prod(out) if bias else 0))
+       flops=lambda out, a, b, transpose_a=False, transpose_b=False: 2 * prod(out) * a[-2 if transpose_a else -1])
