@@ -106,6 +106,23 @@ def test_executor_frees_intermediates_after_their_last_use():
     assert peak <= 2
 
 
+def test_weight_gradients_are_computed_as_the_backward_pass_reaches_their_layer(rng):
+    weights = [ag.Parameter(rng.standard_normal((64, 64)) / 8, name=f"w{i}") for i in range(4)]
+
+    def loss(x):
+        for w in weights:
+            x = ag.tanh(x @ w)
+        return ag.sum(x * x)
+
+    graph = ag.trace(loss, x=ag.Input((32, 64), "float64"))
+    run = graph.grad(list(graph.parameters.values())).compile()
+    position = {node: i for i, node in enumerate(run._nodes)}
+    gradients = [position[node.inputs[0]] for node in run.graph.outputs[1:]]      # of w0, w1, w2, w3
+    assert gradients == sorted(gradients, reverse=True)           # w3's first: the backward pass starts there
+    forward_end = max(position[n] for n in run._nodes if n.grad_of is None)
+    assert gradients[-1] < forward_end + 4 * 3                     # w3's right after the first backward steps
+
+
 def test_dropout_is_identity_in_eval_mode():
     drop = ag.nn.Dropout(0.5)
     x = np.ones((4, 4), np.float32)
