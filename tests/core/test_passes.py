@@ -80,6 +80,24 @@ def test_fuse_moves_transposes_into_matmuls_and_a_bias_into_gelu(rng):
     same_results(graph, optimized, x=X)
 
 
+def test_the_gradient_of_a_split_used_whole_is_one_concatenation(rng):
+    cell = ag.nn.GRUCell(3, 4, rng=rng)
+    x, h = rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal((2, 4)).astype(np.float32)
+    graph = ag.trace(lambda x, h: ag.sum(cell(x, h) ** 2), x=x, h=h).grad(["x", "h"])
+    optimized = passes.dce(passes.simplify(graph))
+    assert ops(graph)["scatter_slice"] == 6 and "scatter_slice" not in ops(optimized)   # 2 splits of 3 gates
+    assert ops(optimized)["concat"] == 2
+    same_results(graph, optimized, x=x, h=h)
+
+
+def test_the_gradient_of_a_split_used_in_part_keeps_its_scatters():
+    graph = ag.trace(lambda x: ag.sum(ag.split(x, 3, axis=0)[0] * 2.0 + ag.split(x, 3, axis=0)[2]),
+                     x=ag.Input((6, 2), "float64")).grad(["x"])
+    optimized = passes.dce(passes.simplify(graph))
+    assert ops(optimized)["scatter_slice"] == 2 and "concat" not in ops(optimized)
+    same_results(graph, optimized, x=np.arange(12.0).reshape(6, 2))
+
+
 def gpt_step_graph(rng):
     model = GPT(11, 16, 2, 2, 32, 8, dropout=0.0, rng=rng)
     tokens, targets = (rng.integers(0, 11, (2, 8)) for _ in range(2))

@@ -4,12 +4,15 @@
   reshape(reshape(x, s), t)      →  reshape(x, t), or x when t is x's shape
   f(broadcast_to(x), y)          →  f(x, y)   for an elementwise f whose result keeps its shape
   x · 1, 1 · x, x / 1, x + 0, 0 + x, x − 0  →  x   (a constant 1 or 0 of any shape that x's covers)
+  Σᵢ scatter_slice(gᵢ, x[..., aᵢ:bᵢ])  →  concat(g₁, g₂, ...)   when the slices tile their axis
 
 Autodiff makes all of these: the gradient of ``x @ kᵀ`` with respect to k transposes the transposed k
 back; split and merged attention heads transpose twice in a row; the gradient of a sum is its output
 gradient broadcast to the input's shape, which a loss Σ f(x) ∘ g then multiplies by g — a full-size copy
-of the constant 1 and a multiplication by it (6.6 of 20 ms in the layernorm benchmark's step). Each
-transpose or broadcast is a copy; a reshape is free but still a step of the schedule.
+of the constant 1 and a multiplication by it (6.6 of 20 ms in the layernorm benchmark's step); the gradient
+of a ``split`` (a GRU's three gates, an LSTM's four) is one zero-filled array per part, each written into
+and added to the others, where one concatenation of the parts' gradients does. Each transpose or broadcast
+is a copy; a reshape is free but still a step of the schedule.
 """
 from functools import reduce
 
@@ -38,6 +41,11 @@ def simplify(graph: Graph) -> Graph:
             if x.op == "reshape":
                 x = x.inputs[0]
             return x if x.shape == node.shape else copy(node, (x,))
+        if node.op == "add":
+            parts = _tiling(node, inputs)
+            if parts is not None:
+                axis, grads = parts
+                return copy(node, grads, op="concat", attrs={"axis": axis})
         if node.op in BROADCASTING:
             inputs = _unbroadcast(node, inputs)
             if len(inputs) == 2:
@@ -49,6 +57,38 @@ def simplify(graph: Graph) -> Graph:
         return copy(node, inputs)
 
     return rewrite(graph, visit)
+
+
+def _tiling(node, inputs: tuple) -> tuple[int, tuple] | None:
+    """(axis, the parts' gradients in order) when ``node`` adds up scatter_slices (directly or through adds)
+    of slices along one axis that cover it exactly once, else None."""
+    if any(x.shape != node.shape for x in inputs):
+        return None
+    slices = [piece for x in inputs for piece in (_slices(x) or [None])]
+    if None in slices or len({axis for axis, *_ in slices}) != 1 or any(g.dtype != node.dtype for *_, g in slices):
+        return None
+    slices.sort(key=lambda piece: piece[1])
+    axis = slices[0][0]
+    bounds = [0] + [b for _, a, b, _ in slices]
+    if [a for _, a, _, _ in slices] != bounds[:-1] or bounds[-1] != node.shape[axis]:
+        return None
+    return axis, tuple(g for *_, g in slices)
+
+
+def _slices(node) -> list | None:
+    """[(axis, start, stop, g)] of the scatter_slices ``node`` adds up, each of a slice along one axis, or None."""
+    if node.op == "add" and node.inputs[0].shape == node.inputs[1].shape == node.shape:
+        parts = [_slices(x) for x in node.inputs]
+        return None if None in parts else parts[0] + parts[1]
+    if node.op != "scatter_slice":
+        return None
+    index = node.attrs["index"]
+    cut = [i for i, item in enumerate(index) if item != slice(None)]
+    if len(cut) != 1 or not isinstance(index[cut[0]], slice) or index[cut[0]].step not in (None, 1):
+        return None
+    axis = cut[0]
+    start, stop, _ = index[axis].indices(node.shape[axis])
+    return [(axis, start, stop, node.inputs[0])]
 
 
 def _unbroadcast(node, inputs: tuple) -> tuple:
