@@ -23,7 +23,9 @@ class Node:
 
     ``op`` is ``"input"``, ``"parameter"``, ``"constant"``, ``"output"`` or the name of a registered
     primitive. ``value`` holds a constant's array or a parameter's ``Parameter``. ``grad_of`` links a node
-    of the backward pass to the forward node whose gradient it helps compute.
+    of the backward pass to the forward node whose gradient it helps compute. ``calls`` are the module calls
+    the node was made in, outermost first, as (scope, call id) pairs (a backward node has its forward
+    node's): drawings tell two calls of one module apart by them.
     """
 
     id: int
@@ -38,6 +40,7 @@ class Node:
     value: Any = None
     stop_gradient: bool = False
     grad_of: "Node | None" = None
+    calls: tuple[tuple[str, int], ...] = ()
 
     @property
     def kind(self) -> str:
@@ -135,7 +138,7 @@ class Graph:
             mapping[node] = result.add(
                 node.op, [mapping[x] for x in node.inputs], dict(node.attrs), node.shape, node.dtype,
                 scope=node.scope, name=node.name, source=node.source, value=node.value,
-                stop_gradient=node.stop_gradient)
+                stop_gradient=node.stop_gradient, calls=node.calls)
         for old, new in mapping.items():
             new.grad_of = mapping.get(old.grad_of)
         for name, node in self.inputs.items():

@@ -29,6 +29,8 @@ class _TraceState(threading.local):
     def __init__(self):
         self.graph: Graph | None = None
         self.scopes: list[str] = []
+        self.call_path: tuple[tuple[str, int], ...] = ()     # the module calls under way: (scope, call id)
+        self.calls_made = 0
         self.no_grad = 0
         self.grad_of: Node | None = None
         self.parameters: dict[int, Node] = {}
@@ -68,16 +70,16 @@ def building(graph: Graph, parameters: dict[int, Node] | None = None, root=None)
     """Make ``graph`` the target of emitted nodes for the duration of the block. ``parameters`` maps
     parameter objects (by id) to nodes already in the graph; ``root`` is the module being traced, whose
     attribute paths name the scopes and parameters."""
-    saved = (STATE.graph, STATE.scopes, STATE.parameters, STATE.grad_of, STATE.parameter_names,
+    saved = (STATE.graph, STATE.scopes, STATE.call_path, STATE.parameters, STATE.grad_of, STATE.parameter_names,
              STATE.module_names)
-    STATE.graph, STATE.scopes, STATE.grad_of = graph, [], None
+    STATE.graph, STATE.scopes, STATE.call_path, STATE.grad_of = graph, [], (), None
     STATE.parameters = {} if parameters is None else parameters
     STATE.parameter_names = {id(p): name for name, p in root.named_parameters()} if root is not None else {}
     STATE.module_names = {id(m): name for name, m in root.named_modules()} if root is not None else {}
     try:
         yield graph
     finally:
-        (STATE.graph, STATE.scopes, STATE.parameters, STATE.grad_of, STATE.parameter_names,
+        (STATE.graph, STATE.scopes, STATE.call_path, STATE.parameters, STATE.grad_of, STATE.parameter_names,
          STATE.module_names) = saved
 
 
@@ -89,6 +91,21 @@ def scope(name: str) -> Iterator[None]:
         yield
     finally:
         STATE.scopes.pop()
+
+
+@contextmanager
+def module_call(module) -> Iterator[None]:
+    """One call of ``module``: nodes created inside carry its scope, and the call in ``Node.calls``, so that
+    two calls of one module in a row stay two calls."""
+    path = module_scope(module)
+    saved = STATE.call_path
+    STATE.calls_made += 1
+    STATE.call_path = saved + ((path, STATE.calls_made),)
+    try:
+        with scope(path):
+            yield
+    finally:
+        STATE.call_path = saved
 
 
 def module_scope(module) -> str:
@@ -162,6 +179,7 @@ def add_node(op: str, inputs=(), attrs=None, shape=(), dtype="float32", **fields
     fields.setdefault("source", user_source())
     fields.setdefault("stop_gradient", STATE.no_grad > 0)
     fields.setdefault("grad_of", STATE.grad_of)
+    fields.setdefault("calls", STATE.grad_of.calls if STATE.grad_of is not None else STATE.call_path)
     return graph.add(op, inputs, attrs or {}, shape, dtype, **fields)
 
 

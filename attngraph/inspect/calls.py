@@ -1,14 +1,17 @@
 """Module calls: which call of which module each node belongs to.
 
-A graph records scopes (module paths), not calls. A module called once per time step leaves many nodes
-with the same scope, and drawing them as one box would tie every step to every other (a cycle). So calls
-are recovered from the order of creation, which is the order of tracing:
+A module called once per time step leaves many nodes with the same scope, and drawing them as one box
+would tie every step to every other (a cycle). The tracer records on each node the module calls it was
+made in (``Node.calls``: scope and call id, a backward node carrying its forward node's), and calls are
+recovered from them and from the order of creation, which is the order of tracing:
 
-    a call of module S is a maximal run of consecutive nodes whose scope is S or lies below S.
+    a call of module S is a maximal run of consecutive nodes whose scope is S or lies below S, made in
+    the same calls of S and of the modules around it.
 
-The k-th such run is call k of S. Only op calls take part (``call_paths`` is given them); inputs,
-parameters, constants and outputs are placed by their users. The forward and the backward pass are
-numbered separately, since the backward pass revisits every scope in reverse.
+So two calls of one module in a row (``block(block(x))``) are two calls. The k-th run is call k of S. Only
+op calls take part (``call_paths`` is given them); inputs, parameters, constants and outputs are placed by
+their users. The forward and the backward pass are numbered separately, since the backward pass revisits
+every scope in reverse.
 """
 from __future__ import annotations
 
@@ -54,13 +57,16 @@ def call_paths(nodes: Iterable[Node], backward: bool = False) -> dict[Node, tupl
     counts: Counter = Counter()
     paths: dict[Node, tuple[Call, ...]] = {}
     previous: tuple[Call, ...] = ()
+    previous_ids: list[tuple] = []
     for node in nodes:
-        chain = []
+        chain, ids = [], []
         for depth, scope in enumerate(ancestors(node.scope)):
-            if depth < len(previous) and previous[depth].scope == scope:
+            made_in = tuple(call for module, call in node.calls if is_within(scope, module))
+            if depth < len(previous) and previous[depth].scope == scope and previous_ids[depth] == made_in:
                 chain.append(previous[depth])
             else:
                 chain.append(Call(scope, counts[scope], backward))
                 counts[scope] += 1
-        paths[node] = previous = tuple(chain)
+            ids.append(made_in)
+        paths[node], previous, previous_ids = tuple(chain), tuple(chain), ids
     return paths

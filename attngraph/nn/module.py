@@ -11,7 +11,7 @@ from typing import Iterator
 import numpy as np
 
 from ..core.parameter import Parameter
-from ..core.tracing import module_scope, scope
+from ..core.tracing import module_call
 from ..errors import CheckpointError
 
 
@@ -39,7 +39,7 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args, **kwargs):
-        with scope(module_scope(self)):
+        with module_call(self):
             return self.forward(*args, **kwargs)
 
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, "Module"]]:

@@ -20,3 +20,22 @@ def test_calls_are_numbered_in_order_and_nested():
     assert [(n.op, p) for n, p in paths.items()] == [
         ("matmul", (Call("cell", 0),)), ("add", (Call("cell", 0),)), ("tanh", ()),
         ("matmul", (Call("cell", 1),)), ("add", (Call("cell", 1),)), ("tanh", ())]
+
+
+class Twice(ag.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Outer()
+
+    def forward(self, x):
+        return self.inner.cell(self.inner.cell(x))      # back to back: no node in between
+
+
+def test_back_to_back_calls_of_one_module_are_two_calls_forward_and_backward():
+    graph = ag.trace(Twice(), x=ag.Input((1, 2)))
+    paths = call_paths(n for n in graph.nodes if n.kind == "call")
+    assert [p for p in paths.values()] == [(Call("inner", 0), Call("inner.cell", 0))] * 2 + \
+        [(Call("inner", 0), Call("inner.cell", 1))] * 2
+    backward = [n for n in ag.trace(lambda x: ag.sum(Twice()(x)), x=ag.Input((1, 2))).grad().nodes
+                if n.kind == "call" and n.grad_of is not None and n.scope]
+    assert len({p[-1] for p in call_paths(backward, backward=True).values()}) == 2

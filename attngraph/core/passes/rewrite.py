@@ -6,9 +6,9 @@ graph. ``visit`` returns the node that stands for ``node``: usually ``copy(node,
 ``node`` on the new inputs, with changes (``op=``, ``attrs=``, ``value=`` ...) where the pass rewrites it;
 or a node already in the new graph, to merge ``node`` into it or drop it.
 
-``copy`` gives every new node the scope, name, source line and stop_gradient of the node it is made from,
-and its ``grad_of`` (mapped into the new graph): a fused or folded node names the user's code as the node it
-replaces did, in error messages and drawings. A pass that needs the new node of any earlier node passes its
+``copy`` gives every new node the scope, module calls, name, source line and stop_gradient of the node it is
+made from, and its ``grad_of`` (mapped into the new graph): a fused or folded node names the user's code as
+the node it replaces did, in error messages and drawings. A pass that needs the new node of any earlier node passes its
 own ``env`` dictionary, which the loop fills (old node → new node) and ``visit`` may read and update.
 """
 from __future__ import annotations
@@ -27,6 +27,7 @@ def rewrite(graph: Graph, visit: Callable, env: dict | None = None) -> Graph:
         fields.update(changes)
         new = result.add(fields.pop("op"), inputs, fields.pop("attrs"), fields.pop("shape"), fields.pop("dtype"),
                          scope=node.scope, name=node.name, source=node.source, stop_gradient=node.stop_gradient,
+                         calls=node.calls,
                          **fields)
         made_from[new] = node
         return new
