@@ -89,7 +89,10 @@ def _info(args) -> int:
     rows = [("attngraph", _version("attngraph")), ("python", platform.python_version())]
     rows += [(package, _version(package)) for package in ("numpy", "numba", "llvmlite", "scipy", "networkx",
                                                           "graphviz", "tqdm", "matplotlib")]
-    rows += [("numba threading layer", layer), ("numba threads", threads), ("CUDA", _cuda()),
+    rows += [("numba threading layer", layer), ("numba threads", threads),
+             ("idle threads", "OMP_WAIT_POLICY={} OPENBLAS_THREAD_TIMEOUT={} (see ops/cpu/threads.py)".format(
+                 *(os.environ.get(k, "unset") for k in ("OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT")))),
+             ("CUDA", _cuda()),
              ("graphviz dot", shutil.which("dot") or "not found: SVG needs it (apt-get install graphviz, "
                                                      "brew install graphviz, conda install graphviz)")]
     for key, value in rows:

@@ -59,7 +59,8 @@ def test_check_grads(capsys):
 def test_info(capsys):
     code, out, _ = run(capsys, "info")
     assert code == 0
-    for row in ("numba threading layer", "numba threads", "CUDA", "graphviz dot", "numpy"):
+    for row in ("numba threading layer", "numba threads", "CUDA", "graphviz dot", "numpy",
+                "OMP_WAIT_POLICY=", "OPENBLAS_THREAD_TIMEOUT="):
         assert row in out
 
 
