@@ -10,8 +10,9 @@ recovered from them and from the order of creation, which is the order of tracin
 
 So two calls of one module in a row (``block(block(x))``) are two calls. The k-th run is call k of S. Only
 op calls take part (``call_paths`` is given them); inputs, parameters, constants and outputs are placed by
-their users. The forward and the backward pass are numbered separately, since the backward pass revisits
-every scope in reverse.
+their users. The forward and the backward pass are numbered separately; the backward pass revisits the
+calls in reverse, so its runs are numbered from the last to the first: ∇ call k is the backward of call k
+where each call's backward is one run.
 """
 from __future__ import annotations
 
@@ -69,4 +70,7 @@ def call_paths(nodes: Iterable[Node], backward: bool = False) -> dict[Node, tupl
                 counts[scope] += 1
             ids.append(made_in)
         paths[node], previous, previous_ids = tuple(chain), tuple(chain), ids
+    if backward:
+        paths = {node: tuple(c._replace(index=counts[c.scope] - 1 - c.index) for c in path)
+                 for node, path in paths.items()}
     return paths

@@ -38,4 +38,7 @@ def test_back_to_back_calls_of_one_module_are_two_calls_forward_and_backward():
         [(Call("inner", 0), Call("inner.cell", 1))] * 2
     backward = [n for n in ag.trace(lambda x: ag.sum(Twice()(x)), x=ag.Input((1, 2))).grad().nodes
                 if n.kind == "call" and n.grad_of is not None and n.scope]
-    assert len({p[-1] for p in call_paths(backward, backward=True).values()}) == 2
+    paths = call_paths(backward, backward=True)
+    assert {p[-1] for p in paths.values()} == {Call("inner.cell", 0, True), Call("inner.cell", 1, True)}
+    made_in = {k: {n.calls[-1][1] for n in backward if paths[n][-1].index == k} for k in (0, 1)}
+    assert len(made_in[0]) == len(made_in[1]) == 1 and min(made_in[0]) < min(made_in[1])   # ∇ call k is call k's
