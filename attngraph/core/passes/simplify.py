@@ -62,10 +62,8 @@ def simplify(graph: Graph) -> Graph:
 def _tiling(node, inputs: tuple) -> tuple[int, tuple] | None:
     """(axis, the parts' gradients in order) when ``node`` adds up scatter_slices (directly or through adds)
     of slices along one axis that cover it exactly once, else None."""
-    if any(x.shape != node.shape for x in inputs):
-        return None
-    slices = [piece for x in inputs for piece in (_slices(x) or [None])]
-    if None in slices or len({axis for axis, *_ in slices}) != 1 or any(g.dtype != node.dtype for *_, g in slices):
+    slices = _added_slices(node, inputs)
+    if slices is None or len({axis for axis, *_ in slices}) != 1 or any(g.dtype != node.dtype for *_, g in slices):
         return None
     slices.sort(key=lambda piece: piece[1])
     axis = slices[0][0]
@@ -75,11 +73,18 @@ def _tiling(node, inputs: tuple) -> tuple[int, tuple] | None:
     return axis, tuple(g for *_, g in slices)
 
 
+def _added_slices(add, terms) -> list | None:
+    """The ``_slices`` of the terms that ``add`` sums without broadcasting, together; None if one has none."""
+    if any(x.shape != add.shape for x in terms):
+        return None
+    pieces = [_slices(x) for x in terms]
+    return None if None in pieces else [piece for part in pieces for piece in part]
+
+
 def _slices(node) -> list | None:
     """[(axis, start, stop, g)] of the scatter_slices ``node`` adds up, each of a slice along one axis, or None."""
-    if node.op == "add" and node.inputs[0].shape == node.inputs[1].shape == node.shape:
-        parts = [_slices(x) for x in node.inputs]
-        return None if None in parts else parts[0] + parts[1]
+    if node.op == "add":
+        return _added_slices(node, node.inputs)
     if node.op != "scatter_slice":
         return None
     index = node.attrs["index"]
