@@ -11,12 +11,14 @@ from typing import Sequence
 
 import numpy as np
 
+from ...errors import DataError
+
 
 def pad_sequences(rows: Sequence[Sequence[int]], length: int | None = None, value: int = 0
                   ) -> tuple[np.ndarray, np.ndarray]:
     """Rows of ids as one (len(rows), length) int64 array filled up with ``value`` (default: the
     ``<pad>`` id 0), and its mask; ``length`` defaults to the longest row, and longer rows are cut."""
-    length = max((len(r) for r in rows), default=0) if length is None else length
+    length = max((len(r) for r in rows), default=0) if length is None else _size(length, "length")
     ids = np.full((len(rows), length), value, np.int64)
     mask = np.zeros((len(rows), length), bool)
     for i, row in enumerate(rows):
@@ -31,8 +33,8 @@ def pad_documents(documents: Sequence[Sequence[Sequence[int]]], sentences: int |
     """Documents (lists of sentences of ids) as one (B, S, W) int64 array, for hierarchical models: ids,
     the word mask (B, S, W) and the sentence mask (B, S), True at sentences holding a word. S and W default to the
     most sentences in a document and the longest sentence; longer documents and sentences are cut."""
-    sentences = max((len(d) for d in documents), default=0) if sentences is None else sentences
-    words = max((len(s) for d in documents for s in d), default=0) if words is None else words
+    sentences = max((len(d) for d in documents), default=0) if sentences is None else _size(sentences, "sentences")
+    words = max((len(s) for d in documents for s in d), default=0) if words is None else _size(words, "words")
     ids = np.full((len(documents), sentences, words), value, np.int64)
     word_mask = np.zeros(ids.shape, bool)
     for i, document in enumerate(documents):
@@ -40,3 +42,9 @@ def pad_documents(documents: Sequence[Sequence[Sequence[int]]], sentences: int |
         if rows:
             ids[i, :len(rows)], word_mask[i, :len(rows)] = pad_sequences(rows, words, value)
     return ids, word_mask, word_mask.any(axis=-1)
+
+
+def _size(value: int, name: str) -> int:
+    if value < 0:
+        raise DataError(f"{name} must be 0 or more, got {value}")
+    return value

@@ -14,6 +14,7 @@ import datetime
 from dataclasses import dataclass
 from functools import cached_property
 
+from ...errors import DataError
 from .tasks import DIGITS, Task
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
@@ -55,11 +56,24 @@ class Dates(Task):
     name = "dates"
 
     def __post_init__(self):
-        first, last = datetime.date.fromisoformat(self.start), datetime.date.fromisoformat(self.end)
+        super().__post_init__()
+        try:
+            first, last = datetime.date.fromisoformat(self.start), datetime.date.fromisoformat(self.end)
+        except (TypeError, ValueError):
+            raise DataError(f"Dates: start and end must be dates written yyyy-mm-dd, got {self.start!r} and "
+                            f"{self.end!r}") from None
         if last < first:
-            raise ValueError(f"Dates: end {self.end} is before start {self.start}")
+            raise DataError(f"Dates: end {self.end} is before start {self.start}")
+        if not self.formats:
+            raise DataError("Dates: give at least one format")
+        for template in self.formats:
+            try:
+                format_date(first, template)
+            except (KeyError, IndexError, ValueError) as e:
+                raise DataError(f"Dates: the format {template!r} is not a template of format_date ({e!r}); its "
+                                "fields are d dd dth M MM Month month MONTH Mon MON Weekday Wkd yy yyyy") from None
         if any("{yy}" in f for f in self.formats) and (last.year - first.year >= 100):
-            raise ValueError("Dates: two-digit years need a range shorter than 100 years")
+            raise DataError("Dates: two-digit years need a range shorter than 100 years")
 
     @cached_property
     def alphabet(self) -> str:

@@ -24,6 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ...errors import DataError
 from .batching import pad_sequences
 from .vocab import Vocabulary
 
@@ -37,11 +38,17 @@ SPLITS = ("train", "heldout")
 @dataclass(frozen=True, kw_only=True)
 class Task:
     """A task: ``pair(rng)`` draws a (source, target) pair of either split, ``key`` names what decides
-    its split. Subclasses set ``name`` and ``alphabet`` (every character of sources and targets)."""
+    its split. Subclasses set ``name`` and ``alphabet`` (every character of sources and targets). A setting
+    out of range raises ``DataError``: ``heldout``, the fraction of pairs held out, lies strictly between 0
+    and 1."""
 
     heldout: float = 0.1
     name = "task"
     alphabet = ""
+
+    def __post_init__(self):
+        if not 0 < self.heldout < 1:
+            raise DataError(f"{type(self).__name__}: heldout must lie strictly between 0 and 1, got {self.heldout}")
 
     def pair(self, rng: np.random.Generator) -> tuple[str, str]:
         raise NotImplementedError
@@ -55,15 +62,19 @@ class Task:
 
     def sample(self, n: int, split: str = "train", seed: int = 0, distinct: bool = False) -> list[tuple[str, str]]:
         """``n`` pairs of ``split`` drawn with ``np.random.default_rng(seed)`` (pairs of the other split
-        are drawn and skipped); ``distinct`` makes them pairwise different."""
+        are drawn and skipped); ``distinct`` makes them pairwise different. When 100·n + 10,000 draws do not
+        give them, the task has too few such pairs: ``DataError``."""
         if split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+            raise DataError(f"split must be one of {SPLITS}, got {split!r}")
+        if n < 0:
+            raise DataError(f"cannot draw {n} pairs; ask for 0 or more")
         rng = np.random.default_rng(seed)
         pairs, seen, draws, budget = [], set(), 0, 100 * n + 10_000
         while len(pairs) < n:
             if draws == budget:
-                raise ValueError(f"{self!r}: {budget} draws gave only {len(pairs)} of the {n} "
-                                 f"{'distinct ' * distinct}{split} pairs asked for; the task has too few of them")
+                raise DataError(f"{self!r}: {budget} draws gave only {len(pairs)} of the {n} "
+                                f"{'distinct ' * distinct}{split} pairs asked for; the task has too few of them: "
+                                "ask for fewer, or make the task larger")
             pair = self.pair(rng)
             draws += 1
             if self.split_of(*pair) == split and not (distinct and pair in seen):
@@ -114,9 +125,10 @@ class SymbolTask(Task):
     max_length: int = 10
 
     def __post_init__(self):
+        super().__post_init__()
         if not 1 <= self.symbols <= len(SYMBOLS) or not 1 <= self.min_length <= self.max_length:
-            raise ValueError(f"{type(self).__name__} needs 1 <= symbols <= {len(SYMBOLS)} and "
-                             f"1 <= min_length <= max_length, got {self}")
+            raise DataError(f"{type(self).__name__} needs 1 <= symbols <= {len(SYMBOLS)} and "
+                            f"1 <= min_length <= max_length, got {self}")
 
     @property
     def alphabet(self) -> str:
@@ -159,6 +171,11 @@ class Addition(Task):
     digits: int = 3
     name = "addition"
     alphabet = DIGITS + "+"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.digits < 1:
+            raise DataError(f"Addition needs operands of at least 1 digit, got digits={self.digits}")
 
     def pair(self, rng):
         a, b = (self._number(rng) for _ in range(2))

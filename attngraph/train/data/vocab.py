@@ -23,18 +23,22 @@ class Vocabulary:
         self.specials = tuple(specials)
         self.index = {s: i for i, s in enumerate(self.symbols)}
         if len(self.index) != len(self.symbols):
-            raise ValueError("a vocabulary's symbols (specials included) must be distinct")
+            raise DataError("a vocabulary's symbols (specials included) must be distinct")
         self.unk = self.index.get(UNK)
 
     @classmethod
     def build(cls, sequences: Iterable[Iterable[str]], min_count: int = 1, max_size: int | None = None,
               specials: Sequence[str] = (PAD, UNK)) -> "Vocabulary":
-        """The symbols seen at least ``min_count`` times, the most frequent first (ties in sorted order),
+        """The symbols seen at least ``min_count`` (>= 1) times, the most frequent first (ties in sorted order),
         at most ``max_size`` ids in all, specials included."""
+        if min_count < 1:
+            raise DataError(f"min_count must be at least 1, got {min_count}")
+        if max_size is not None and max_size < len(specials):
+            raise DataError(f"max_size {max_size} leaves no room for the {len(specials)} specials {list(specials)}")
         counts = Counter(s for sequence in sequences for s in sequence)
         ranked = sorted((s for s, c in counts.items() if c >= min_count and s not in specials),
                         key=lambda s: (-counts[s], s))
-        keep = None if max_size is None else max(0, max_size - len(specials))
+        keep = None if max_size is None else max_size - len(specials)
         return cls(ranked[:keep], specials)
 
     def __len__(self) -> int:
@@ -52,7 +56,12 @@ class Vocabulary:
             raise DataError(f"symbol {e.args[0]!r} is not in the vocabulary, which has no {UNK}") from None
 
     def decode(self, ids: Iterable[int], skip: Sequence[str] = ()) -> list[str]:
-        """The symbols of ``ids``, leaving out those in ``skip`` (e.g. the padding)."""
+        """The symbols of ``ids``, leaving out those in ``skip`` (e.g. the padding). An id outside 0 ..
+        len - 1 raises ``DataError`` (a negative one is not counted from the end)."""
+        ids = np.asarray(list(ids), np.int64)
+        wrong = ids[(ids < 0) | (ids >= len(self))]
+        if wrong.size:
+            raise DataError(f"id {wrong[0]} is not in the vocabulary, whose ids run from 0 to {len(self) - 1}")
         return [self.symbols[i] for i in ids if self.symbols[i] not in skip]
 
     def config(self) -> dict:
