@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from .dims import broadcast, divide, format_shape, multiply, normalize
 from .parameter import Parameter
 from .tracing import Tensor, add_node, as_node, constant, current_graph, emit, lift_scalars, user_source
@@ -25,7 +25,7 @@ def _binary(op):
 
 
 add, sub, mul, div = _binary("add"), _binary("sub"), _binary("mul"), _binary("div")
-pow, maximum = _binary("pow"), _binary("maximum")
+pow, maximum, minimum = _binary("pow"), _binary("maximum"), _binary("minimum")
 equal, not_equal = _binary("equal"), _binary("not_equal")
 less, less_equal, greater, greater_equal = (_binary("less"), _binary("less_equal"), _binary("greater"),
                                             _binary("greater_equal"))
@@ -56,10 +56,6 @@ def zeros_like(x):
     return broadcast_to(constant(np.zeros((), node.dtype)), node.shape)
 
 
-def minimum(a, b):
-    return -maximum(-a, -b) if not isinstance(a, (int, float)) else -maximum(-b, -a)
-
-
 def gelu(x, approximate: str = "tanh"):
     """GELU(x) = x·Φ(x); ``approximate="tanh"`` uses 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))), ``"none"``
     the exact erf form (Hendrycks & Gimpel 2016)."""
@@ -78,30 +74,45 @@ def astype(x, dtype):
     return x if as_node(x).dtype == dtype else emit("astype", x, dtype=dtype)
 
 
+def _axis(x, axis: int, insert: bool = False) -> int:
+    """``axis`` of ``x`` as a non-negative index, counted from the end when negative; ``insert`` counts the
+    positions where a new axis can go (``expand_dims``). As in PyTorch, a 0-d tensor takes axis 0 or -1."""
+    ndim = len(as_node(x).shape) + insert
+    span = builtins.max(ndim, 1)
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not -span <= axis < span:
+        raise ShapeError(f"axis {axis!r} is out of range for a tensor of {ndim - insert} dimensions: use an int in "
+                         f"[{-span}, {span - 1}] (at {user_source()})")
+    return int(axis) % span
+
+
 def _axes(x, axis) -> tuple[int, ...]:
-    """Sorted non-negative axes; ``None`` means all of them."""
+    """Sorted non-negative axes; ``None`` means all of them. A 0-d tensor has none, and takes axis 0 or -1
+    (as PyTorch: the reduction of a scalar is the scalar)."""
     ndim = len(as_node(x).shape)
-    axes = tuple(range(ndim)) if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
-    for a in axes:
-        if not -ndim <= a < ndim:
-            raise ShapeError(f"axis {a} is out of range for a tensor of {ndim} dimensions (at {user_source()})")
-    normalized = sorted({a % ndim for a in axes})
+    axes = tuple(range(ndim)) if axis is None else (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    normalized = sorted({_axis(x, a) for a in axes})
     if len(normalized) != len(axes):
         raise ShapeError(f"repeated axis in {axis} (at {user_source()})")
-    return tuple(normalized)
+    return tuple(normalized) if ndim else ()
 
 
 def sum(x, axis=None, keepdims: bool = False):
+    """Σx over ``axis``; floats keep their dtype, bool and integers are summed in int64 (as torch.sum)."""
     return emit("sum", x, axes=_axes(x, axis), keepdims=keepdims)
 
 
 def mean(x, axis=None, keepdims: bool = False):
-    """Σx / n, where n is read from the shape when the graph runs (so symbolic dimensions work)."""
-    axes = _axes(x, axis)
-    return sum(x, axes, keepdims) / emit("size", x, axes=axes, dtype=as_node(x).dtype)
+    """Σx / n, where n is read from the shape when the graph runs (so symbolic dimensions work); NaN over an
+    empty axis. Floating-point tensors only, as in PyTorch."""
+    axes, dtype = _axes(x, axis), as_node(x).dtype
+    if dtype.kind != "f":
+        raise DTypeError(f"mean of a {dtype} tensor: cast it first, e.g. x.astype('float32') (at {user_source()})")
+    return sum(x, axes, keepdims) / emit("size", x, axes=axes, dtype=dtype)
 
 
 def max(x, axis=None, keepdims: bool = False):
+    """The largest element over ``axis``, of any dtype; NaN if any is NaN. Its gradient is shared evenly
+    between the elements equal to it (as torch.amax)."""
     return emit("max", x, axes=_axes(x, axis), keepdims=keepdims)
 
 
@@ -123,12 +134,13 @@ def reshape(x, shape: Sequence):
 
 def transpose(x, axes: Sequence[int] | None = None):
     ndim = len(as_node(x).shape)
-    perm = tuple(reversed(range(ndim))) if axes is None else tuple(a % ndim for a in axes)
+    perm = tuple(reversed(range(ndim))) if axes is None else tuple(_axis(x, a) for a in axes)
     return x if perm == tuple(range(ndim)) and isinstance(x, Tensor) else emit("transpose", x, perm=perm)
 
 
 def swapaxes(x, a: int, b: int):
     perm = list(range(len(as_node(x).shape)))
+    a, b = _axis(x, a), _axis(x, b)
     perm[a], perm[b] = perm[b], perm[a]
     return transpose(x, perm)
 
@@ -140,39 +152,67 @@ def broadcast_to(x, shape: Sequence):
 
 def expand_dims(x, axis: int):
     shape = list(as_node(x).shape)
-    shape.insert(axis % (len(shape) + 1), 1)
+    shape.insert(_axis(x, axis, insert=True), 1)
     return reshape(x, shape)
 
 
+def _not_scalar(op: str, x) -> None:
+    if not as_node(x).shape:
+        raise ShapeError(f"{op} takes tensors of at least one dimension, not a 0-d one: reshape it to (1,) first "
+                         f"(at {user_source()})")
+
+
 def concat(xs: Sequence, axis: int = 0):
+    """Join tensors along an existing ``axis`` (``torch.cat``); 0-d tensors cannot be joined."""
     xs = list(xs)
     if not xs:
         raise ShapeError("concat needs at least one tensor")
-    return xs[0] if len(xs) == 1 else emit("concat", *xs, axis=axis % len(as_node(xs[0]).shape))
+    for x in xs:
+        _not_scalar("concat", x)
+    axis = _axis(xs[0], axis)
+    return xs[0] if len(xs) == 1 else emit("concat", *xs, axis=axis)
 
 
-def split(x, sections, axis: int = -1) -> list:
-    """Split into equal ``sections`` (an int) or at the given sizes (a list), like ``torch.split``."""
+def split(x, split_size_or_sections, axis: int = -1) -> list:
+    """Split along ``axis`` like ``torch.split``: an int is the size of every part (the last one smaller when
+    it does not divide the length), a list gives the parts' sizes, which must add up to the length."""
+    _not_scalar("split", x)
+    axis = _axis(x, axis)
     dim = as_node(x).shape[axis]
     if isinstance(dim, str):
         raise ShapeError(f"cannot split symbolic dimension {dim} (at {user_source()})")
-    if isinstance(sections, int):
-        if dim % sections:
-            raise ShapeError(f"cannot split {dim} into {sections} equal parts (at {user_source()})")
-        sections = [dim // sections] * sections
-    if builtins.sum(sections) != dim:
-        raise ShapeError(f"split sizes {sections} do not add up to {dim} (at {user_source()})")
-    axis %= len(as_node(x).shape)
-    starts = np.cumsum([0] + list(sections))
+    if isinstance(split_size_or_sections, (int, np.integer)):
+        size = int(split_size_or_sections)
+        if size <= 0 and dim:
+            raise ShapeError(f"split size must be positive, got {size} (at {user_source()})")
+        parts = builtins.max(-(-dim // size), 1) if size > 0 else 1
+        sizes = [size] * (parts - 1) + [dim - size * (parts - 1)]
+    else:
+        sizes = [int(n) for n in split_size_or_sections]
+        if builtins.min(sizes, default=0) < 0 or builtins.sum(sizes) != dim:
+            raise ShapeError(f"split sizes {sizes} must be non-negative and add up to {dim} (at {user_source()})")
+    starts = np.cumsum([0] + sizes)
     return [index(x, (slice(None),) * axis + (slice(int(a), int(b)),)) for a, b in zip(starts, starts[1:])]
 
 
 def index(x, key):
-    """``x[key]`` for ints, slices, ``None``, ``...`` and an integer tensor (a gather along axis 0)."""
+    """``x[key]`` as in NumPy and PyTorch: basic indexing by ints (negative ones count from the end), slices
+    (any step, negative too), ``None`` and ``...``; or one integer index array (a tensor, array or list)
+    whose axis is the only one indexed, the other entries ``:`` or ``...`` (``x[idx]``, ``x[:, idx]``):
+    ``take`` along that axis."""
     key = key if isinstance(key, tuple) else (key,)
-    if len(key) == 1 and not isinstance(key[0], (int, slice, type(None), type(Ellipsis))):
-        return take(x, key[0], axis=0)
-    return emit("getitem", x, index=_normalize_index(as_node(x).shape, key))
+    arrays = [i for i, item in enumerate(key) if not _basic(item)]
+    if not arrays:
+        return emit("getitem", x, index=_normalize_index(as_node(x).shape, key))
+    at = arrays[0]
+    if len(arrays) > 1 or any(item != slice(None) and item is not Ellipsis for item in key if _basic(item)):
+        raise ShapeError(f"index {key!r:.120}: an index array can only be combined with ':' and '...'; index one "
+                         f"axis at a time (at {user_source()})")
+    return take(x, key[at], at if Ellipsis not in key[:at] else len(as_node(x).shape) - len(key) + at)
+
+
+def _basic(item) -> bool:
+    return isinstance(item, (int, np.integer, slice, type(None), type(Ellipsis))) and not isinstance(item, bool)
 
 
 def _normalize_index(shape, key) -> tuple:
@@ -191,28 +231,41 @@ def _normalize_index(shape, key) -> tuple:
             continue
         dim = shape[axis]
         axis += 1
-        if isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+        if isinstance(item, (int, np.integer)):
             if isinstance(dim, int) and not -dim <= item < dim:
                 raise ShapeError(f"index {item} is out of bounds for axis {axis - 1} with size {dim}")
             out.append(int(item))
-        elif isinstance(item, slice):
+        else:
             if isinstance(dim, str) and item != slice(None):
                 raise ShapeError(f"cannot slice symbolic dimension {dim} with {item.start}:{item.stop}:"
                                  f"{item.step}; trace with a concrete size (at {user_source()})")
             out.append(item)
-        else:
-            raise ShapeError(f"unsupported index {item!r}: use ints, slices, None, ... or an integer tensor")
     return tuple(out)
 
 
 def take(x, indices, axis: int = 0):
-    """Rows of ``x`` along ``axis`` picked by an integer tensor; the gradient scatter-adds them back."""
-    shape = as_node(x).shape
-    axis %= len(shape)
-    if axis:
-        return moveaxis(take(moveaxis(x, axis, 0), indices, 0), tuple(range(len(as_node(indices).shape))), axis)
-    rows = emit("gather", reshape(x, (shape[0], -1)) if len(shape) != 2 else x, indices)
-    return reshape(rows, as_node(indices).shape + shape[1:])
+    """The entries of ``x`` along ``axis`` at an integer tensor's indices (``np.take``; ``x[indices]`` for
+    axis 0): the result has the indices' axes in place of ``axis``. Negative indices count from the end;
+    one out of range raises ShapeError while tracing when the indices are a constant, IndexError when the
+    graph runs. The gradient scatter-adds the picked entries back."""
+    _not_scalar("take", x)
+    axis, shape, idx = _axis(x, axis), as_node(x).shape, as_node(indices)
+    if idx.dtype.kind not in "iu":
+        raise DTypeError(f"index arrays must be integers, not {idx.dtype}" + (
+            ": a boolean mask selects a number of entries known only when the graph runs; use "
+            "ag.where(mask, x, 0) instead" if idx.dtype == np.bool_ else "") + f" (at {user_source()})")
+    dim = shape[axis]
+    if idx.op == "constant" and isinstance(dim, int):
+        bad = (idx.value < -dim) | (idx.value >= dim)
+        if bad.any():
+            raise ShapeError(f"index {idx.value[bad].flat[0]} is out of bounds for axis {axis} with size {dim} "
+                             f"(at {user_source()})")
+        indices = np.where(idx.value < 0, idx.value + dim, idx.value).astype(idx.dtype)
+    elif idx.dtype.kind == "i":
+        indices = where(less(indices, 0), indices + emit("size", x, axes=(axis,), dtype=idx.dtype), indices)
+    rest = shape[:axis] + shape[axis + 1:]
+    rows = emit("gather", reshape(moveaxis(x, axis, 0), (dim, -1)), indices)
+    return moveaxis(reshape(rows, idx.shape + rest), tuple(range(len(idx.shape))), axis)
 
 
 def moveaxis(x, source, destination: int):
@@ -254,9 +307,13 @@ def matmul(a, b):
 
 
 def _last_axis(op, x, axis, mask, causal):
-    """Run a last-axis kernel on any axis by moving that axis last and back."""
+    """Run a last-axis kernel on any axis by moving that axis last and back; a 0-d tensor as a row of one
+    (axis 0 or -1, as PyTorch: the softmax of a scalar is 1, its log-softmax 0)."""
     ndim = len(as_node(x).shape)
-    axis %= ndim
+    axis = _axis(x, axis)
+    if not ndim:
+        mask = None if mask is None else reshape(mask, (1,))
+        return reshape(_last_axis(op, reshape(x, (1,)), -1, mask, causal), ())
     if causal and axis != ndim - 1:
         raise ShapeError("causal masking applies to the last axis (keys)")
     if axis != ndim - 1:

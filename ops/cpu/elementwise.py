@@ -1,9 +1,12 @@
 """Elementwise ops: one scalar definition each, compiled by numba.vectorize into a NumPy ufunc.
 
-Each op broadcasts like NumPy and returns a new C-contiguous array (0-d for 0-d inputs). Its loop is
-compiled lazily, and cached on disk, for the exact dtypes of the inputs, and always used for them: a bare
-DUFunc would let NumPy run float32 inputs through an already compiled float64 loop, since NumPy takes the
-first loop its inputs cast to safely. Constants are built as type(x)(c) so that float32 stays float32.
+Each op broadcasts like NumPy and returns a new C-contiguous array (0-d for 0-d inputs) of the inputs'
+common dtype (NumPy's result_type), or of bool for predicates. Its loop is compiled lazily, and cached on
+disk, for the exact dtypes of the inputs and that result dtype, and always used for them: a bare DUFunc
+would let NumPy run float32 inputs through an already compiled float64 loop, since NumPy takes the first
+loop its inputs cast to safely, and Numba's own typing would widen int32 or bool arithmetic to int64
+(integer results wrap around in their dtype, as in NumPy and PyTorch). Constants are built as type(x)(c)
+so that float32 stays float32.
 """
 import functools
 import math
@@ -17,8 +20,9 @@ from ops.cpu import mathfn
 class Elementwise:
     """A lazily compiled ufunc that runs the loop compiled for its inputs' exact dtypes."""
 
-    def __init__(self, scalar_fn):
+    def __init__(self, scalar_fn, boolean: bool = False):
         functools.update_wrapper(self, scalar_fn)
+        self.boolean = boolean      # a predicate: the result is bool whatever the inputs
         self.dufunc = numba.vectorize(cache=True)(scalar_fn)
         self._loops = {}            # input dtypes -> the ufunc with the `signature` that selects their loop
 
@@ -32,8 +36,9 @@ class Elementwise:
         asks once per node). ``out=...`` makes 0-d results arrays, not NumPy scalars."""
         loop = self._loops.get(dtypes)
         if loop is None:
-            self.dufunc.add(tuple(numba.from_dtype(d) for d in dtypes))
-            loop = self._loops[dtypes] = self._bind(dtypes + (None,))
+            result = np.dtype(np.bool_) if self.boolean else np.result_type(*dtypes)
+            self.dufunc.add(numba.from_dtype(result)(*map(numba.from_dtype, dtypes)))
+            loop = self._loops[dtypes] = self._bind(dtypes + (result,))
         return loop
 
     def _bind(self, signature):
@@ -52,6 +57,10 @@ class NanQuiet(Elementwise):
             with np.errstate(invalid="ignore"):
                 return loop(*arrays)
         return quiet
+
+
+predicate = functools.partial(Elementwise, boolean=True)
+nan_quiet_predicate = functools.partial(NanQuiet, boolean=True)
 
 
 @Elementwise
@@ -162,55 +171,55 @@ def where(cond, a, b):
     return a if cond else b
 
 
-@Elementwise
+@predicate
 def equal(a, b):
     """a == b"""
     return a == b
 
 
-@Elementwise
+@predicate
 def not_equal(a, b):
     """a != b"""
     return a != b
 
 
-@NanQuiet
+@nan_quiet_predicate
 def less(a, b):
     """a < b"""
     return a < b
 
 
-@NanQuiet
+@nan_quiet_predicate
 def less_equal(a, b):
     """a <= b"""
     return a <= b
 
 
-@NanQuiet
+@nan_quiet_predicate
 def greater(a, b):
     """a > b"""
     return a > b
 
 
-@NanQuiet
+@nan_quiet_predicate
 def greater_equal(a, b):
     """a >= b"""
     return a >= b
 
 
-@Elementwise
+@predicate
 def logical_and(a, b):
     """a and b, as bool"""
     return bool(a) and bool(b)
 
 
-@Elementwise
+@predicate
 def logical_or(a, b):
     """a or b, as bool"""
     return bool(a) or bool(b)
 
 
-@Elementwise
+@predicate
 def logical_not(a):
     """not a, as bool"""
     return not a

@@ -5,9 +5,10 @@ import numpy as np
 
 
 def rows(a):
-    """a as a C-contiguous (R, T) array of its rows along the last axis (a view when a is contiguous)."""
+    """a as a C-contiguous (R, T) array of its rows along the last axis (a view when a is contiguous); a 0-d
+    array is one row of one value."""
     a = np.asarray(a)
-    return np.ascontiguousarray(a).reshape(math.prod(a.shape[:-1]), a.shape[-1])
+    return np.ascontiguousarray(a).reshape(math.prod(a.shape[:-1]), a.shape[-1] if a.ndim else 1)
 
 
 def mask_rows(mask, shape):

@@ -3,8 +3,8 @@
 Each op is the CPU op's own scalar definition compiled as a CUDA device function, with CUDA's exp, tanh and
 erf in place of the CPU polynomials (ops/cuda/mathfn.py), and mapped over the broadcast output shape, one
 element per thread (grid-stride). Inputs are read through strides over the output's shape, 0 along broadcast
-axes, so no broadcast copy is made. Each op returns a new C-contiguous device array of the inputs' dtype (the
-last input's, for ``where``), or of bool for comparisons and logical ops.
+axes, so no broadcast copy is made. Each op returns a new C-contiguous device array of the inputs' common dtype
+(NumPy's result_type, as on the CPU: int32 arithmetic stays int32), or of bool for comparisons and logical ops.
 """
 import numpy as np
 
@@ -57,7 +57,8 @@ class Elementwise:
 
     def __call__(self, *xs):
         shape = np.broadcast_shapes(*(x.shape for x in xs))
-        return _launch(self.kernel, empty(shape, np.bool_ if self.boolean else xs[-1].dtype), *xs)
+        dtype = np.bool_ if self.boolean else np.result_type(*(x.dtype for x in xs))
+        return _launch(self.kernel, empty(shape, dtype), *xs)
 
 
 add, sub, mul, div, neg, pow = map(Elementwise, (cpu.add, cpu.sub, cpu.mul, cpu.div, cpu.neg, cpu.pow))

@@ -6,12 +6,15 @@ free reshape when the reduced axes are consecutive, otherwise a transposed copy 
   in shared memory, halving the active threads at each of log2(ROW_THREADS) steps (``block_sum``,
   ``block_max``).
 - N > 1: a thread per output (a, n) loops over k; neighbouring threads read neighbouring n (coalesced).
-Sums accumulate in the input dtype, as on the CPU. Max propagates NaN (ops/cpu/mathfn.py's maximum).
+Sums of floats accumulate in the input dtype, sums of bool and integers in int64, as on the CPU. Max keeps the
+input dtype (bool and integers included) and propagates NaN.
 """
 import math
 
+import numpy as np
+
 from ops._cuda import cuda, device_function, empty
-from ops.cuda import mathfn
+from ops.cuda.elementwise import astype
 from ops.cuda.launch import ROW_THREADS, THREADS, blocks
 from ops.cuda.movement import transpose
 
@@ -71,11 +74,15 @@ def _reduction(combine, start):
 
 block_sum, _sum_rows, _sum_middle = _reduction(device_function(lambda a, b: a + b),
                                                device_function(lambda x, index: x.dtype.type(0)))
-block_max, _max_rows, _max_middle = _reduction(mathfn.maximum, device_function(lambda x, index: x[index]))
+block_max, _max_rows, _max_middle = _reduction(device_function(lambda a, b: a if a >= b or a != a else b),
+                                               device_function(lambda x, index: x[index]))
 
 
 def sum(x, axes, keepdims):
-    """Sum of x over ``axes`` (normalized, non-negative; () gives a copy); 0 over empty axes."""
+    """Sum of x over ``axes`` (normalized, non-negative; () gives a copy); 0 over empty axes. Floats keep their
+    dtype; bool and integers are summed in int64."""
+    if x.dtype.kind != "f":
+        x = astype(x, np.int64)
     return _reduce(_sum_rows, _sum_middle, *_as_reduction(x, axes, keepdims))
 
 

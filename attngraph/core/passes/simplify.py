@@ -22,8 +22,8 @@ from ..dims import broadcast
 from ..graph import Graph
 from .rewrite import rewrite
 
-BROADCASTING = {"add", "sub", "mul", "div", "pow", "maximum", "where", "equal", "not_equal", "less", "less_equal",
-                "greater", "greater_equal", "logical_and", "logical_or"}
+BROADCASTING = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "where", "equal", "not_equal", "less",
+                "less_equal", "greater", "greater_equal", "logical_and", "logical_or"}
 NEUTRAL = {("mul", 0): 1, ("mul", 1): 1, ("div", 1): 1, ("add", 0): 0, ("add", 1): 0, ("sub", 1): 0}
 """(op, operand slot that may be the constant) → the constant that leaves the other operand unchanged"""
 

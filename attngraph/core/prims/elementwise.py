@@ -66,9 +66,27 @@ def gelu_grad_vjp(gg, y, g, x, bias=None, *, approximate):
     return gg * gelu_derivative(z, approximate), dz, dz
 
 
-def maximum_share(a, b):
-    """Where ``a`` wins the maximum it takes the gradient; ties split it evenly (as PyTorch does)."""
-    return F.greater(a, b).astype(a.dtype) + 0.5 * F.equal(a, b).astype(a.dtype)
+def larger_share(a, b):
+    """0 where a < b, ½ where a = b, else 1: ``a``'s share of the gradient of maximum(a, b), and ``b``'s of
+    minimum(a, b). As in PyTorch, ties split the gradient evenly and a NaN operand passes it to both."""
+    return 1 - F.less(a, b).astype(a.dtype) - 0.5 * F.equal(a, b).astype(a.dtype)
+
+
+def pow_vjp(g, y, a, b):
+    """d/da aᵇ = b·aᵇ⁻¹, but 0 where b = 0; d/db aᵇ = aᵇ·ln a, but 0 where a = 0 and b ≥ 0: PyTorch's
+    values where the formulas give 0·∞ (x⁰ at x = 0, 0ʸ). A negative base gives NaN for d/db, as there."""
+    da = F.where(F.equal(b, 0.0), 0.0, g * b * a ** (b - 1))
+    db = F.where(F.logical_and(F.equal(a, 0.0), F.greater_equal(b, 0.0)), 0.0, g * y * F.log(a))
+    return da, db
+
+
+def no_bool(rule, hint: str):
+    """``rule`` refusing boolean inputs, as PyTorch does for ``-`` (``hint`` names the logical op to use)."""
+    def checked(*nodes):
+        if any(n.dtype == np.bool_ for n in nodes):
+            raise TypeError(f"boolean tensors do not support this op; use {hint} instead")
+        return rule(*nodes)
+    return checked
 
 
 def where_rule(cond, a, b):
@@ -78,15 +96,17 @@ def where_rule(cond, a, b):
 
 
 define("add", elementwise, cpu=ew.add, flops=per_element(1), vjp=lambda g, y, a, b: (g, g))
-define("sub", elementwise, cpu=ew.sub, flops=per_element(1), vjp=lambda g, y, a, b: (g, -g))
+define("sub", no_bool(elementwise, "ag.not_equal(a, b) (exclusive or)"), cpu=ew.sub,
+       flops=per_element(1), vjp=lambda g, y, a, b: (g, -g))
 define("mul", elementwise, cpu=ew.mul, flops=per_element(1), vjp=lambda g, y, a, b: (g * b, g * a))
 define("div", float_elementwise, cpu=ew.div, flops=per_element(1),
        vjp=lambda g, y, a, b: (g / b, -g * y / b))
-define("pow", float_elementwise, cpu=ew.pow, flops=per_element(10),
-       vjp=lambda g, y, a, b: (g * b * a ** (b - 1), g * y * F.log(a)))
+define("pow", float_elementwise, cpu=ew.pow, flops=per_element(10), vjp=pow_vjp)
 define("maximum", elementwise, cpu=ew.maximum, flops=per_element(1),
-       vjp=lambda g, y, a, b: (g * maximum_share(a, b), g * maximum_share(b, a)))
-define("neg", lambda x: (x.shape, x.dtype), cpu=ew.neg, flops=per_element(1),
+       vjp=lambda g, y, a, b: (g * larger_share(a, b), g * larger_share(b, a)))
+define("minimum", elementwise, cpu=ew.minimum, flops=per_element(1),
+       vjp=lambda g, y, a, b: (g * larger_share(b, a), g * larger_share(a, b)))
+define("neg", no_bool(lambda x: (x.shape, x.dtype), "ag.logical_not(x)"), cpu=ew.neg, flops=per_element(1),
        vjp=lambda g, y, x: (-g,))
 define("exp", unary_float, cpu=ew.exp, flops=per_element(4), vjp=lambda g, y, x: (g * y,))
 define("log", unary_float, cpu=ew.log, flops=per_element(4), vjp=lambda g, y, x: (g / x,))

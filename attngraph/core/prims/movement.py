@@ -13,6 +13,12 @@ from ..primitive import define
 from ._infer import same_dtype
 
 
+def contiguous(x) -> np.ndarray:
+    """``x`` as a C-contiguous array, copied only if it is not one; 0-d stays 0-d (np.ascontiguousarray
+    would make it 1-d)."""
+    return np.require(x, requirements="C")
+
+
 def reshape_rule(x, shape):
     if multiply(*x.shape) != multiply(*shape):
         raise ValueError(f"cannot reshape {format_shape(x.shape)} to {format_shape(shape)}: sizes differ")
@@ -87,12 +93,12 @@ def scatter_slice(g, shape, index):
 
 define("reshape", reshape_rule, cpu=lambda x, shape: x.reshape(shape),
        vjp=lambda g, y, x, shape: (F.reshape(g, x.shape),))
-define("transpose", transpose_rule, cpu=lambda x, perm: np.ascontiguousarray(x.transpose(perm)),
+define("transpose", transpose_rule, cpu=lambda x, perm: contiguous(x.transpose(perm)),
        vjp=lambda g, y, x, perm: (F.transpose(g, tuple(np.argsort(perm))),))
-define("broadcast_to", broadcast_rule, cpu=lambda x, shape: np.ascontiguousarray(np.broadcast_to(x, shape)),
+define("broadcast_to", broadcast_rule, cpu=lambda x, shape: contiguous(np.broadcast_to(x, shape)),
        vjp=lambda g, y, x, shape: (g,))
 define("getitem", lambda x, index: (sliced_shape(x.shape, index), x.dtype),
-       cpu=lambda x, index: np.ascontiguousarray(x[index]),
+       cpu=lambda x, index: contiguous(x[index]),
        vjp=lambda g, y, x, index: (F.emit("scatter_slice", g, shape=x.shape, index=index),))
 define("scatter_slice", lambda g, shape, index: (tuple(shape), g.dtype), cpu=scatter_slice,
        vjp=lambda g, y, x, shape, index: (F.emit("getitem", g, index=index),))

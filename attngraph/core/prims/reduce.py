@@ -1,5 +1,6 @@
 """Reductions over axes: ``sum``, ``max``, and ``size`` (the element count that ``mean`` divides by, read
-at run time so that it holds for symbolic dimensions)."""
+at run time so that it holds for symbolic dimensions). Sums of bool and integers are int64 (as torch.sum);
+max keeps its input's dtype and has no value over an axis of size 0 (as torch.amax)."""
 from math import prod
 
 import numpy as np
@@ -19,7 +20,14 @@ def reduced_shape(x, axes, keepdims):
     return tuple(d for i, d in enumerate(x.shape) if i not in axes)
 
 
-def reduction(x, axes, keepdims):
+def sum_rule(x, axes, keepdims):
+    return reduced_shape(x, axes, keepdims), x.dtype if x.dtype.kind == "f" else np.dtype(np.int64)
+
+
+def max_rule(x, axes, keepdims):
+    empty = [a for a in axes if x.shape[a] == 0]
+    if empty:
+        raise ValueError(f"max over axis {empty[0]}, of size 0, has no value; reduce over other axes")
     return reduced_shape(x, axes, keepdims), x.dtype
 
 
@@ -38,9 +46,9 @@ def reduce_flops(out, x, axes, keepdims):
     return prod(x)
 
 
-define("sum", reduction, cpu=lambda x, axes, keepdims: red.sum(x, axes, keepdims), flops=reduce_flops,
+define("sum", sum_rule, cpu=lambda x, axes, keepdims: red.sum(x, axes, keepdims), flops=reduce_flops,
        vjp=lambda g, y, x, axes, keepdims: (spread(g, x, axes, keepdims),))
-define("max", reduction, cpu=lambda x, axes, keepdims: red.max(x, axes, keepdims), flops=reduce_flops,
+define("max", max_rule, cpu=lambda x, axes, keepdims: red.max(x, axes, keepdims), flops=reduce_flops,
        vjp=max_vjp)
 define("size", lambda x, axes, dtype: ((), np.dtype(dtype)), differentiable=False,
        cpu=lambda x, axes, dtype: np.asarray(prod(x.shape[a] for a in axes), dtype=dtype))
