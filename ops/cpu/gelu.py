@@ -30,7 +30,7 @@ def gelu_backward(g, x, bias=None, exact=False):
 
 
 def _bias(bias, x):
-    return np.zeros(x.shape[-1:], x.dtype) if bias is None else np.ascontiguousarray(bias, x.dtype)
+    return np.zeros(x.shape[-1:] or 1, x.dtype) if bias is None else np.ascontiguousarray(bias, x.dtype)
 
 
 @parallel_kernel(fastmath=True, error_model="numpy")

@@ -22,9 +22,9 @@ def _biased(x, bias):
     return x if bias is None else ew.add(x, bias)
 
 
-_ELEMENTWISE = ("add", "sub", "mul", "div", "pow", "maximum", "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
-                "erf", "where", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
-                "logical_or", "logical_not", "astype")
+_ELEMENTWISE = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "exp", "log", "sqrt", "tanh", "sigmoid",
+                "relu", "erf", "where", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+                "logical_and", "logical_or", "logical_not", "astype")
 _MOVEMENT = ("reshape", "transpose", "broadcast_to", "getitem", "scatter_slice", "concat", "stop_gradient")
 
 KERNELS = {
