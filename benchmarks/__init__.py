@@ -1,10 +1,11 @@
-"""Speed and memory of attngraph against PyTorch (CPU, when installed: the ``bench`` extra) and NumPy.
+"""Speed and memory of attngraph against PyTorch (eager and torch.compile) and JAX (jit), when installed (the
+``bench`` extra), and NumPy.
 
     python -m benchmarks                   every case, as a table
     python -m benchmarks attention matmul  some cases
     python -m benchmarks --json            one JSON object per case, for scripts
 
-Cases (``cases.py``): gpt_step, gpt_step_large (a GPT training step with AdamW), attention,
+Cases (``cases.py``): gpt_step, gpt_step_large, gpt_step_long (a GPT training step with AdamW), attention,
 attention_long (causal scaled-dot-product attention, forward and backward), layernorm, softmax,
 cross_entropy (4096 × 1024, forward and backward), matmul (1024³ float32) and compile (the first
 training step with a cold and a warm numba cache). How they are timed: ``harness.py``. Figures move with

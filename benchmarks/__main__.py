@@ -33,11 +33,12 @@ def main(argv=None) -> int:
 def header() -> str:
     from ops.cpu.threads import threading_info
 
-    from .cases import tr
+    from .cases import jr, tr
     layer, threads = threading_info()
     torch = f"torch {tr.torch.__version__} ({tr.torch.get_num_threads()} threads)" if tr else "torch not installed"
+    jax = f"jax {jr.jax.__version__}" if jr else "jax not installed"
     return (f"{_cpu()}, {os.cpu_count()} cores; numpy {np.__version__}, numba {numba.__version__} ({layer}, "
-            f"{threads} threads), {torch}; OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}, "
+            f"{threads} threads), {torch}, {jax}; OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}, "
             f"OPENBLAS_THREAD_TIMEOUT={os.environ['OPENBLAS_THREAD_TIMEOUT']}\n"
             f"median [interquartile range] per run; ratio = median over rounds of attngraph / reference\n")
 
@@ -68,12 +69,14 @@ def row(record: dict) -> str:
             lines.append(f"  {kind:<10} {r['seconds']:.2f} s (import {r['import_s']:.2f} s, trace and graph "
                          f"compile {r['trace_s']:.2f} s, first step {r['step_s']:.2f} s)")
     else:
-        for side in ("attngraph", "torch", "numpy"):
-            if side in record:
-                peak = record[side]["peak_bytes"]
-                memory = f"peak +{peak / 2 ** 20:.1f} MiB" if peak is not None else ""
-                share = f"ratio {record['ratio'][side]:.2f}" if side in record["ratio"] else ""
-                lines.append(f"  {side:<10} {_time(record[side]):<34} {memory:<18} {share}")
+        for side in ("attngraph", *record["ratio"]):
+            peak = record[side]["peak_bytes"]
+            memory = f"peak +{peak / 2 ** 20:.1f} MiB" if peak is not None else ""
+            share = f"ratio {record['ratio'][side]:.2f}" if side in record["ratio"] else ""
+            rate = f"{record['gflops'][side]:.1f} GFLOP/s" if "gflops" in record else ""
+            lines.append(f"  {side:<13} {_time(record[side]):<34} {memory:<18} {share:<11} {rate}")
+        if "sgemm_gflops" in record:
+            lines.append(f"  sgemm ceiling (NumPy 1024³ float32): {record['sgemm_gflops']:.1f} GFLOP/s")
     lines.append(f"  target: {record['target']}: {status}\n")
     return "\n".join(lines)
 

@@ -8,11 +8,13 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from typing import Callable
 
 import numpy as np
 
 import attngraph as ag
+from attngraph.inspect.flops import total_flops
 from attngraph.models.gpt import GPT
 from attngraph.train.optim import AdamW
 
@@ -21,8 +23,12 @@ from .harness import compare, load, ratio
 
 try:
     from . import torch_reference as tr
-except ImportError:         # PyTorch is optional: the pyproject's `bench` extra
+except ImportError:         # PyTorch and JAX are optional: the pyproject's `bench` extra
     tr = None
+try:
+    from . import jax_reference as jr
+except ImportError:
+    jr = None
 
 MiB = 2 ** 20
 CASES: dict[str, Callable[[int], dict]] = {}
@@ -50,8 +56,16 @@ def versus(name: str, config: dict, attngraph: Callable, references: dict, round
 
 def ratio_at_most(reference: str, limit: float) -> tuple[str, Callable]:
     """The target ``attngraph / reference ≤ limit`` (None when the reference is not installed)."""
-    return (f"attngraph/{reference} <= {limit:g}",
-            lambda record: record["ratio"][reference] <= limit if reference in record["ratio"] else None)
+    return ratios_at_most({reference: limit})
+
+
+def ratios_at_most(limits: dict[str, float]) -> tuple[str, Callable]:
+    """The target ``attngraph / reference ≤ limit`` for each reference; met when every installed one meets it
+    (None when none is installed)."""
+    def met(record: dict) -> bool | None:
+        measured = [record["ratio"][side] <= limit for side, limit in limits.items() if side in record["ratio"]]
+        return all(measured) if measured else None
+    return ", ".join(f"attngraph/{side} <= {limit:g}" for side, limit in limits.items()), met
 
 
 def gradient_step(f, arrays: dict[str, np.ndarray], wrt: list[str]) -> Callable:
@@ -61,25 +75,50 @@ def gradient_step(f, arrays: dict[str, np.ndarray], wrt: list[str]) -> Callable:
     return lambda: step(**arrays)
 
 
+GPT_TARGETS = {"torch": 1.0, "jax": 1.0, "torch.compile": 1.2}
+
+
 def gpt(width: int, heads: int, layers: int, length: int, batch: int, rounds: int, name: str) -> dict:
-    """A training step of GPT (vocabulary 65, d_ff = 4·width, no dropout): forward, backward, AdamW."""
+    """A training step of GPT (vocabulary 65, d_ff = 4·width, no dropout): forward, backward, AdamW; against
+    PyTorch eager, torch.compile and JAX's jit. ``gflops``: each side's rate on the step's FLOPs (attngraph's
+    count of its graph), and ``sgemm_gflops`` the machine's ceiling, NumPy's 1024³ float32 product."""
     vocab, rng = 65, np.random.default_rng(0)
     tokens, targets = (rng.integers(0, vocab, (batch, length)) for _ in range(2))
     model = GPT(vocab, width, heads, layers, 4 * width, length, dropout=0.0, rng=rng)
     graph = ag.trace(lambda tokens, targets: ag.cross_entropy(model(tokens), targets), tokens=tokens,
                      targets=targets)
     params = [node for node in graph.parameters.values() if not node.stop_gradient]
-    step = graph.grad(wrt=params).compile()
+    gradient = graph.grad(wrt=params)
+    step = gradient.compile()
     optimizer = AdamW([(node.name, node.value) for node in params], lr=3e-4)
 
     def attngraph_step():
         _, *grads = step(tokens=tokens, targets=targets)
         optimizer.step(grads)
 
+    shape = (vocab, width, heads, layers, tokens, targets)
     config = dict(vocab=vocab, width=width, heads=heads, layers=layers, T=length, batch=batch, optimizer="AdamW")
-    return versus(name, config, attngraph_step,
-                  {"torch": tr and tr.gpt_step(vocab, width, heads, layers, tokens, targets)}, rounds,
-                  *ratio_at_most("torch", 1.0))
+    record = versus(name, config, attngraph_step,
+                    {"torch": tr and tr.gpt_step(*shape), "torch.compile": tr and tr.gpt_step(*shape, compiled=True),
+                     "jax": jr and jr.gpt_step(*shape)}, rounds, *ratios_at_most(GPT_TARGETS))
+    flops = total_flops(gradient)
+    record["gflops"] = {side: flops / record[side]["median_s"] / 1e9 for side in ("attngraph", *record["ratio"])}
+    record["sgemm_gflops"] = sgemm_gflops()
+    return record
+
+
+def sgemm_gflops(n: int = 1024, repeats: int = 9) -> float:
+    """The machine's practical ceiling: NumPy's n³ float32 product, its best of ``repeats``."""
+    a, b = (np.random.default_rng(0).standard_normal((n, n), np.float32) for _ in range(2))
+    a @ b
+    best = min(_seconds(lambda: a @ b) for _ in range(repeats))
+    return 2 * n ** 3 / best / 1e9
+
+
+def _seconds(fn: Callable) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 @case
@@ -90,6 +129,12 @@ def gpt_step(rounds: int) -> dict:
 @case
 def gpt_step_large(rounds: int) -> dict:
     return gpt(256, 4, 4, 128, 16, rounds, "gpt_step_large")
+
+
+@case
+def gpt_step_long(rounds: int) -> dict:
+    """Long context: T = 1024, where attention's Tq × Tk work outweighs the products."""
+    return gpt(128, 4, 2, 1024, 4, max(3, rounds // 3), "gpt_step_long")
 
 
 def attention_case(name: str, batch: int, heads: int, length: int, dim: int, rounds: int, target) -> dict:

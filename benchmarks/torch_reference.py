@@ -45,15 +45,17 @@ class GPT(nn.Module):
         return self.norm(x) @ self.tokens.weight.T
 
 
-def gpt_step(vocab, width, heads, layers, tokens: np.ndarray, targets: np.ndarray):
-    """One AdamW training step of the cross-entropy of next-token logits, as a function of nothing."""
+def gpt_step(vocab, width, heads, layers, tokens: np.ndarray, targets: np.ndarray, compiled: bool = False):
+    """One AdamW training step of the cross-entropy of next-token logits, as a function of nothing; with
+    ``compiled``, the model's forward and backward go through ``torch.compile`` (inductor's fused C++ kernels)."""
     torch.manual_seed(0)
     model = GPT(vocab, width, heads, layers, tokens.shape[1])
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    logits_of = torch.compile(model) if compiled else model
     tokens, targets = torch.from_numpy(tokens), torch.from_numpy(targets)
 
     def step():
-        loss = F.cross_entropy(model(tokens).reshape(-1, vocab), targets.reshape(-1))
+        loss = F.cross_entropy(logits_of(tokens).reshape(-1, vocab), targets.reshape(-1))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
