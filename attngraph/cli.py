@@ -10,9 +10,16 @@
 
 MODEL is a registry name or ``path/to/file.py:NAME``, where NAME is a ``ModelSpec`` (every command works
 with it) or a function of the ``--config`` settings returning a traced ``Graph`` (render and summary).
-``--config key=value`` (repeatable) changes a setting (values are Python literals, else strings); ``--tiny``
-starts from the model's tiny configuration. Bad arguments print the usage and exit with 2; an error while
-working prints one line and exits with 1.
+``--config key=value`` (repeatable) changes a setting (values are Python literals, else strings) and must
+have the type of the setting's default (an int may replace a float); ``--tiny`` starts from the model's tiny
+configuration.
+
+Exit status and errors: every bad input is found before slow work (building, compiling, training) and is
+reported on ONE line of stderr, with no traceback, and status 2: bad options, paths and model settings, and the
+library's errors that are also ``ValueError`` (``DataError``, ``ShapeError``, ``BindingError``: a bad value).
+Its other errors (``RenderError``, ``DeviceError``, ``NonFiniteError``...: failures while working) print one
+line and exit with 1, as a gradient mismatch in ``check-grads`` does. Ctrl-C prints "interrupted" and exits
+with 130. Any other exception is a bug and shows its traceback.
 """
 from __future__ import annotations
 
@@ -21,6 +28,7 @@ import ast
 import importlib
 import importlib.metadata
 import importlib.util
+import inspect
 import os
 import platform
 import shutil
@@ -30,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .demos.arguments import Parser, one_line, positive_int, seed, writable_folder
 from .errors import AttnGraphError
 
 
@@ -49,6 +58,7 @@ def _summary(args) -> int:
 
 def _render(args) -> int:
     from .render import render_graph
+    _check_output_file(args)
     path = render_graph(_checked_graph(args), args.out, view=args.view, depth=args.depth, roll=args.roll,
                         parameter_nodes=args.parameter_nodes, **args.dim)
     print(f"wrote {path}")
@@ -59,7 +69,7 @@ def _check_grads(args) -> int:
     from . import models
     from .inspect import gradcheck_parameters
     spec = _spec(args)
-    model = models.get(spec.name, tiny=True, **args.config).astype(np.float64).eval()
+    model = _model(args, spec, tiny=True).astype(np.float64).eval()
     batch = {k: v.astype(np.float64) if v.dtype.kind == "f" else v
              for k, v in spec.batch(model, np.random.default_rng(args.seed), 2).items()}
     report = gradcheck_parameters(lambda *xs: spec.loss(model, **dict(zip(batch, xs))), model, *batch.values())
@@ -157,19 +167,70 @@ def _graph(args):
     from .core.api import trace
     from .core.graph import Graph
     target, forward = _target(args), getattr(args, "view", "forward") == "forward"
-    try:
-        if not isinstance(target, models.ModelSpec):
-            graph = target(**args.config)
-            if not isinstance(graph, Graph):
-                args.parser.error(f"{args.model} returned {type(graph).__name__}, not a traced Graph")
-            return graph if forward else graph.grad()
-        model = models.get(target.name, tiny=args.tiny, **args.config)
-    except (AttnGraphError, TypeError) as e:          # unknown settings
-        args.parser.error(f"{args.model}: {e}")
+    if not isinstance(target, models.ModelSpec):
+        try:
+            inspect.signature(target).bind(**args.config)
+        except TypeError as e:
+            args.parser.error(f"{args.model}: {e}")
+        graph = _built(args, target, **_config(args, _defaults(target)))
+        if not isinstance(graph, Graph):
+            args.parser.error(f"{args.model} returned {type(graph).__name__}, not a traced Graph")
+        return graph if forward else graph.grad()
+    model = _model(args, target, args.tiny)
     if forward:
         return trace(model, **target.inputs(model))
     batch = target.batch(model, np.random.default_rng(args.seed), 2)
     return trace(lambda **b: target.loss(model, **b), **batch).grad()
+
+
+def _model(args, spec, tiny: bool):
+    """The model of ``spec`` with the ``--config`` settings."""
+    from . import models
+    return _built(args, models.get, spec.name, tiny=tiny, **_config(args, spec.defaults))
+
+
+def _built(args, factory, *positional, **config):
+    """``factory(*positional, **config)``; what it rejects (an unknown setting, a size its constructor refuses with
+    ``ValueError`` or that does not fit in memory) is a usage error."""
+    try:
+        return factory(*positional, **config)
+    except (AttnGraphError, ValueError, MemoryError) as e:
+        args.parser.error(f"{args.model}: {e}")
+
+
+def _config(args, defaults: dict) -> dict:
+    """The ``--config`` settings, each checked against the type of the default it replaces: a bool for a bool,
+    an int for an int, an int or a float for a float (made a float), a string for a string."""
+    accepted = {bool: (bool,), int: (int,), float: (int, float), str: (str,)}
+    config = {}
+    for key, value in args.config.items():
+        default = defaults.get(key)
+        types = accepted.get(type(default), (type(value),))
+        if type(value) not in types:
+            args.parser.error(f"--config {key}={value!r}: expected {' or '.join(t.__name__ for t in types)}, "
+                              f"as its default {default!r}")
+        config[key] = float(value) if type(default) is float else value
+    return config
+
+
+def _defaults(function) -> dict:
+    """The default values of ``function``'s parameters, by name."""
+    return {p.name: p.default for p in inspect.signature(function).parameters.values() if p.default is not p.empty}
+
+
+def _check_output_file(args) -> None:
+    """``render --out``: a file name with a known suffix, in a folder that exists (created if need be) and can
+    be written, checked before the graph is built."""
+    from .render.graph import FORMATS
+    out = Path(args.out)
+    if out.suffix.lower().lstrip(".") not in FORMATS:
+        args.parser.error(f"--out {out}: the suffix gives the format, one of {', '.join('.' + f for f in FORMATS)}")
+    if out.is_dir():
+        args.parser.error(f"--out {out} is a folder; give a file name such as {out / 'graph.svg'}")
+    try:
+        writable_folder(out.parent)
+    except argparse.ArgumentTypeError as e:
+        args.parser.error(f"--out {out}: {e}")
 
 
 def _checked_graph(args):
@@ -204,10 +265,13 @@ def _target(args):
             args.parser.error(str(e) + "; or give path/to/file.py:NAME")
     if not Path(file).is_file():
         args.parser.error(f"no file {file}")
-    target = getattr(_load(Path(file).resolve()), name, None)
+    try:
+        target = getattr(_load(Path(file).resolve()), name, None)
+    except SyntaxError as e:
+        args.parser.error(f"{file}:{e.lineno}: {e.msg}")
     if isinstance(target, models.ModelSpec):
         if models.registry.REGISTRY.get(target.name) is not target:
-            models.register(target)
+            _built(args, models.register, target)
         return target
     if not callable(target):
         args.parser.error(f"{file} has no ModelSpec or graph function named {name!r}")
@@ -253,12 +317,6 @@ def _setting(text: str) -> tuple[str, object]:
         return key, value
 
 
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(text)
-
-
 def _dim(text: str) -> tuple[str, int]:
     key, value = _setting(text)
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -267,7 +325,7 @@ def _dim(text: str) -> tuple[str, int]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="attngraph", description="Build, see and train attention models.")
+    parser = Parser(prog="attngraph", description="Build, see and train attention models.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name, run, help):
@@ -279,11 +337,11 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("model", metavar="MODEL", help="a registry name or path/to/file.py:NAME")
         sub.add_argument("--config", type=_setting, action="append", default=[], metavar="KEY=VALUE",
                          help="change a setting of the model (repeatable)")
-        sub.add_argument("--seed", type=int, default=0, help="seed of the example batch")
+        sub.add_argument("--seed", type=seed, default=0, help="seed of the example batch")
 
     def picture_options(sub):
         sub.add_argument("--tiny", action="store_true", help="start from the model's tiny configuration")
-        sub.add_argument("--depth", type=_positive, help="show modules down to this depth (default: all)")
+        sub.add_argument("--depth", type=positive_int, help="show modules down to this depth (default: all)")
         sub.add_argument("--dim", type=_dim, action="append", default=[], metavar="NAME=SIZE",
                          help="bind a symbolic dimension for FLOPs and sizes, e.g. T=128 (repeatable)")
 
@@ -311,7 +369,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """Run the command line; returns the exit status (2 for bad arguments, 1 for a failure)."""
+    """Run the command line; returns the exit status (module docstring: 0, 1, 2 or 130)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["demo"] and argv[1:2] and argv[1].startswith("-") and argv[1] not in ("-h", "--help"):
         argv.insert(1, _default_demo())     # `attngraph demo --steps 5`: options for the default demo
@@ -325,8 +383,11 @@ def main(argv=None) -> int:
     except SystemExit as e:                 # argparse's usage errors (2) and --help (0)
         return e.code if isinstance(e.code, int) else 2
     except AttnGraphError as e:
-        print(f"attngraph: {e}", file=sys.stderr)
-        return 1
+        print(f"attngraph: error: {one_line(e)}", file=sys.stderr)
+        return 2 if isinstance(e, ValueError) else 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:                 # the reader stopped early (attngraph summary gpt | head)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

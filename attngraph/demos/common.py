@@ -26,8 +26,10 @@ OpenBLAS on one thread, and 0.11 s with both on one thread. So a demo sets OpenB
 process that has already run kernels only numba's count changes) and numba's (``numba.set_num_threads``),
 and lets idle OpenMP threads sleep rather than spin (OMP_WAIT_POLICY=passive, unless set).
 
-Data paths: ``Run(..., paths=...)`` turns a missing input file into a usage error (exit status 2), before any
-work.
+Arguments: every option is checked before any work (``arguments``: a bad one is one line on stderr and exit
+status 2): numbers by their types, the output folder by ``Run`` (created, and written to once), and the input
+files named in ``Run(..., paths=...)`` (a missing one is a usage error). A demo reads its data, and draws its
+held-out examples, before it builds its model: a corpus too small for the demo fails at once (``DataError``).
 """
 from __future__ import annotations
 
@@ -48,28 +50,23 @@ from ..render.graph import RenderError
 from ..render.heatmap import attention_heatmap
 from ..train import Adam, AdamW, CosineDecay, Trainer
 from ..train.data import LabelledText, Vocabulary, read_labelled_text, tokenize
+from .arguments import Parser, positive_int, seed, writable_folder
 
 FINAL_STEPS = 20        # final_train_loss averages the losses of this many last steps
 SMOOTHING = 0.95        # the loss curve's exponential moving average
 HELDOUT_SEED = 1_000_003    # a task demo's held-out pairs are drawn with the seed plus this
 
 
-def positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(text)
-
-
 def demo_parser(name: str, doc: str, steps: int) -> argparse.ArgumentParser:
     """The arguments every demo takes; the demo adds its own (``--text``, ``--data``, ...). The help shows
     the module docstring, which gives the demo's configuration."""
-    parser = argparse.ArgumentParser(prog=f"attngraph demo {name}", description=doc,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(prog=f"attngraph demo {name}", description=doc,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("runs") / name,
                         help=f"output folder (default: runs/{name})")
     parser.add_argument("--steps", type=positive_int, default=steps,
                         help=f"optimizer steps (default: {steps}, the full configuration)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the data, the initialization and dropout")
+    parser.add_argument("--seed", type=seed, default=0, help="seed of the data, the initialization and dropout")
     parser.add_argument("--threads", type=positive_int, default=1,
                         help="CPU threads for numba's kernels and BLAS (default: 1; see attngraph.demos.common)")
     return parser
@@ -90,17 +87,20 @@ class Run:
     def __init__(self, parser: argparse.ArgumentParser, argv: Sequence[str] | None = None,
                  paths: dict[str, str] | None = None):
         """Parse ``argv``; ``paths`` maps the arguments naming input files ({"data": "the corpus"}) to what
-        they are: one given but missing is a usage error (exit status 2), raised before anything is done."""
+        they are: one given but missing is a usage error (exit status 2), raised before anything is done, as is
+        an output folder that cannot be written (``--out`` is created here)."""
         self.args = parser.parse_args(argv)
         for key, what in (paths or {}).items():
             path = getattr(self.args, key)
             if path is not None and not Path(path).exists():
                 parser.error(f"{what} not found: {path} (--{key.replace('_', '-')})")
+        try:
+            self.out: Path = writable_folder(self.args.out)
+        except argparse.ArgumentTypeError as e:
+            parser.error(f"--out: {e}")
         self.name = parser.prog.split()[-1]
         use_threads(self.args.threads)
         self.started = time.perf_counter()
-        self.out: Path = self.args.out
-        self.out.mkdir(parents=True, exist_ok=True)
         self.files: list[str] = []
         self.trainer: Trainer | None = None
         self.train_seconds = 0.0
@@ -268,7 +268,7 @@ def classification_run(name: str, doc: str, steps: int, corpus: str, training: d
     """A labelled-text demo's run (``--data PATH``, ``--limit N`` for smoke tests) and its corpus, split."""
     parser = demo_parser(name, doc, steps=steps)
     parser.add_argument("--data", type=Path, required=True, help=f"the {corpus} zip or folder")
-    parser.add_argument("--limit", type=int, help="use only this many examples (smoke tests)")
+    parser.add_argument("--limit", type=positive_int, help="use only this many examples (smoke tests)")
     run = Run(parser, argv, paths={"data": f"the {corpus} corpus"})
     data = Classification.read(run.args.data, run.args.seed, training["heldout"], training["validation"],
                                training["min_count"], run.args.limit)

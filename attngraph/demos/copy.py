@@ -22,6 +22,7 @@ from attngraph.models import Transformer
 from attngraph.models.tokens import BOS, PAD
 from attngraph.train.data import Copy
 
+from .arguments import positive_int
 from .common import Run, demo_parser, heldout_pairs, train_on_task
 
 STEPS = 1200
@@ -32,11 +33,13 @@ TRAINING = dict(batch=64, lr=1e-3, warmup=100, min_lr=1e-5, clip=1.0, train_pool
 
 def main(argv=None) -> dict:
     parser = demo_parser("copy", __doc__, steps=STEPS)
-    parser.add_argument("--heldout", type=int, default=HELDOUT, help=f"evaluation sequences (default: {HELDOUT})")
-    parser.add_argument("--max-length", type=int, default=10, help="longest source (default: 10)")
+    parser.add_argument("--heldout", type=positive_int, default=HELDOUT,
+                        help=f"evaluation sequences (default: {HELDOUT})")
+    parser.add_argument("--max-length", type=positive_int, default=10, help="longest source (default: 10)")
     run = Run(parser, argv)
     args = run.args
     task = Copy(symbols=10, min_length=1, max_length=args.max_length)
+    heldout = heldout_pairs(run, task)          # drawn first: too few of them fails at once
     vocab = len(task.vocab)
     model = Transformer(vocab, vocab, max_length=args.max_length + 2, rng=run.rng(1), **CONFIG)
 
@@ -48,7 +51,6 @@ def main(argv=None) -> dict:
                   inputs={**sequences, "tgt_out": ag.Input(("B", "T"), "int64")})
 
     model.eval()
-    heldout = heldout_pairs(run, task)
     src = task.batch(heldout)["src"]
     predictions = model.greedy_decode(src, max_length=args.max_length + 1)
     decoded = [task.decode(row) for row in predictions]

@@ -28,6 +28,7 @@ from attngraph.models import BahdanauSeq2Seq
 from attngraph.models.tokens import PAD
 from attngraph.train.data import Dates, format_date, pad_sequences
 
+from .arguments import positive_int
 from .common import Run, demo_parser, heldout_pairs, train_on_task
 
 STEPS = 2000
@@ -41,10 +42,11 @@ SHOWN = ("{Weekday}, {Month} {d}, {yyyy}", "the {dth} of {Month} {yyyy}", "{MM}/
 
 def main(argv=None) -> dict:
     parser = demo_parser("dates", __doc__, steps=STEPS)
-    parser.add_argument("--heldout", type=int, default=HELDOUT, help=f"evaluation dates (default: {HELDOUT})")
+    parser.add_argument("--heldout", type=positive_int, default=HELDOUT, help=f"evaluation dates (default: {HELDOUT})")
     run = Run(parser, argv)
     args = run.args
     task = Dates()
+    heldout = heldout_pairs(run, task)          # drawn first: too few of them fails at once
     vocab = len(task.vocab)
     model = BahdanauSeq2Seq(vocab, vocab, rng=run.rng(1), **CONFIG)
 
@@ -60,7 +62,6 @@ def main(argv=None) -> dict:
     train_on_task(run, model, loss_fn, task, encode, TRAINING, inputs=inputs)
 
     model.eval()
-    heldout = heldout_pairs(run, task)
     tokens, _ = model.greedy_decode(encode(heldout)["src"], max_length=TARGET_LENGTH)
     decoded = [task.decode(row) for row in tokens]
     right = [d == target for d, (_, target) in zip(decoded, heldout)]

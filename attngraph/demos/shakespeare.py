@@ -30,6 +30,7 @@ from attngraph.models import GPT
 from attngraph.train import AdamW, CosineDecay
 from attngraph.train.data import CharCorpus, tinyshakespeare
 
+from .arguments import positive_int
 from .common import Run, demo_parser
 
 STEPS = 2000
@@ -54,15 +55,16 @@ class AdamWMatrices(AdamW):
 def main(argv=None) -> dict:
     parser = demo_parser("shakespeare", __doc__, steps=STEPS)
     parser.add_argument("--text", type=Path, help="a UTF-8 text file (default: tinyshakespeare, downloaded once)")
-    parser.add_argument("--eval-windows", type=int, default=EVAL_WINDOWS,
+    parser.add_argument("--eval-windows", type=positive_int, default=EVAL_WINDOWS,
                         help=f"validation windows of the final val_loss (default: {EVAL_WINDOWS})")
-    parser.add_argument("--sample-length", type=int, default=SAMPLE["characters"],
+    parser.add_argument("--sample-length", type=positive_int, default=SAMPLE["characters"],
                         help=f"characters to generate (default: {SAMPLE['characters']})")
     run = Run(parser, argv, paths={"text": "the text file"})
     args, text = run.args, run.args.text
     corpus = CharCorpus.from_file(text or tinyshakespeare())
-    model = GPT(len(corpus.vocab), rng=run.rng(1), **CONFIG)
     block = TRAINING["block"]
+    corpus.check(block)
+    model = GPT(len(corpus.vocab), rng=run.rng(1), **CONFIG)
 
     def loss_fn(model, x, y):
         return F.cross_entropy(model(x), y)

@@ -24,6 +24,7 @@ from attngraph.inspect import attention_maps
 from attngraph.models import GPT
 from attngraph.train.data import IGNORE, Sort
 
+from .arguments import positive_int
 from .common import Run, demo_parser, heldout_pairs, train_on_task
 
 STEPS = 3000
@@ -34,11 +35,13 @@ TRAINING = dict(batch=64, lr=2e-3, warmup=100, min_lr=2e-5, clip=1.0, train_pool
 
 def main(argv=None) -> dict:
     parser = demo_parser("sort", __doc__, steps=STEPS)
-    parser.add_argument("--heldout", type=int, default=HELDOUT, help=f"evaluation sequences (default: {HELDOUT})")
-    parser.add_argument("--max-length", type=int, default=8, help="longest sequence (default: 8)")
+    parser.add_argument("--heldout", type=positive_int, default=HELDOUT,
+                        help=f"evaluation sequences (default: {HELDOUT})")
+    parser.add_argument("--max-length", type=positive_int, default=8, help="longest sequence (default: 8)")
     run = Run(parser, argv)
     args = run.args
     task = Sort(symbols=10, min_length=1, max_length=args.max_length)
+    heldout = heldout_pairs(run, task)          # drawn first: too few of them fails at once
     vocab = len(task.vocab)
     model = GPT(vocab, max_length=2 * args.max_length + 1, rng=run.rng(1), **CONFIG)
 
@@ -50,7 +53,6 @@ def main(argv=None) -> dict:
                   inputs=dict(tokens=tokens, targets=ag.Input(("B", "T"), "int64")))
 
     model.eval()
-    heldout = heldout_pairs(run, task)
     bos = task.vocab.index["<s>"]
     decoded = [""] * len(heldout)
     for length in sorted({len(source) for source, _ in heldout}):      # one batch per prompt length
