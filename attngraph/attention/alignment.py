@@ -20,6 +20,7 @@ import operator
 from ..core import functional as F
 from ..core.parameter import Parameter
 from ..nn import Module, init
+from ..nn.checks import integer
 from .attention import attend
 from .local import key_positions, query_positions, source_lengths
 from .scores import AdditiveScore
@@ -55,6 +56,7 @@ class AlignmentBiasedScore(AdditiveScore):
     in ``Attention(score)``, it sees neither mask nor previous alignment: the positional bias alone."""
 
     def __init__(self, query_dim: int, key_dim: int, hidden: int, markov_width: int = 1, rng=None):
+        markov_width = integer("markov_width", markov_width, minimum=0)
         super().__init__(query_dim, key_dim, hidden, rng=rng)
         self.markov_width = markov_width
         self.w_position = _projection(3, hidden, rng)

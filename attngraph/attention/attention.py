@@ -5,6 +5,7 @@ from ..core import functional as F
 from ..core.tracing import as_node
 from ..errors import ShapeError
 from ..nn import Module
+from ..nn.checks import module
 
 
 def key_mask(mask, scores):
@@ -44,7 +45,7 @@ class Attention(Module):
 
     def __init__(self, score: Module):
         super().__init__()
-        self.score = score
+        self.score = module("score", score)
 
     def forward(self, query, keys, values=None, mask=None, causal: bool = False):
         single = len(query.shape) == len(keys.shape) - 1

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..core import functional as F
 from ..nn import Module
+from ..nn.checks import module, probability
 from .attention import key_mask
 
 
@@ -72,6 +73,9 @@ class MovingAverageBaseline:
     value: float = 0.0
     momentum: float = 0.9
 
+    def __post_init__(self):
+        self.momentum = probability("momentum", self.momentum)
+
     def update(self, reward) -> float:
         self.value = self.momentum * self.value + (1 - self.momentum) * float(np.mean(reward))
         return self.value
@@ -87,7 +91,7 @@ class HardAttention(Module):
 
     def __init__(self, score: Module):
         super().__init__()
-        self.score = score
+        self.score = module("score", score)
 
     def forward(self, query, keys, values=None, mask=None, locations=None):
         scores = self.score(query, keys)

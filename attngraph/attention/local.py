@@ -22,6 +22,7 @@ import math
 from ..core import functional as F
 from ..core.parameter import Parameter
 from ..nn import Linear, Module, init
+from ..nn.checks import integer, module, sizes
 from .attention import key_mask
 
 
@@ -53,9 +54,7 @@ class LocalAttention(Module):
 
     def __init__(self, score: Module, window: int):
         super().__init__()
-        if window < 1:
-            raise ValueError(f"the window half-width D must be at least 1, got {window}")
-        self.score, self.window = score, window
+        self.score, self.window = module("score", score), integer("window", window)
 
     def centres(self, query, keys, mask, step: int):
         """p_t (Tq, 1): the query's own position."""
@@ -82,6 +81,7 @@ class PredictiveLocalAttention(LocalAttention):
 
     def __init__(self, score: Module, window: int, query_dim: int, hidden: int, rng=None):
         super().__init__(score, window)
+        query_dim, hidden = sizes(query_dim=query_dim, hidden=hidden)
         self.w_p = Linear(query_dim, hidden, bias=False, rng=rng)
         self.v_p = Parameter(init.uniform((hidden,), 1 / math.sqrt(hidden), rng=rng))
 

@@ -6,8 +6,8 @@ The h projections of width d/h are computed as one d × d projection whose outpu
 from __future__ import annotations
 
 from ..core import functional as F
-from ..errors import ShapeError
 from ..nn import Dropout, Linear, Module
+from ..nn.checks import divisible, flag, probability, sizes
 from .attention import key_mask
 
 
@@ -41,9 +41,9 @@ class MultiHeadAttention(Module):
 
     def __init__(self, d_model: int, heads: int, dropout: float = 0.0, bias: bool = True, rng=None):
         super().__init__()
-        if d_model % heads:
-            raise ShapeError(f"d_model {d_model} is not divisible by {heads} heads")
-        self.d_model, self.heads = d_model, heads
+        d_model, heads = sizes(d_model=d_model, heads=heads)
+        self.d_model, self.heads = divisible("d_model", d_model, "heads", heads), heads
+        dropout, bias = probability("dropout", dropout), flag("bias", bias)
         self.w_q = Linear(d_model, d_model, bias, rng=rng)
         self.w_k = Linear(d_model, d_model, bias, rng=rng)
         self.w_v = Linear(d_model, d_model, bias, rng=rng)

@@ -16,6 +16,7 @@ from ..core import functional as F
 from ..core.parameter import Parameter
 from ..errors import ShapeError
 from ..nn import Module, init
+from ..nn.checks import integer, sizes
 from .attention import key_mask
 from .multihead import MultiHeadAttention, head_mask, merge_heads, split_heads
 
@@ -37,6 +38,7 @@ class SinusoidalPositions(Module):
 
     def __init__(self, dim: int, max_length: int = 512):
         super().__init__()
+        dim, max_length = sizes(dim=dim, max_length=max_length)
         self.dim, self.max_length = dim, max_length
         position = np.arange(max_length)[:, None]
         angle = position / 10000 ** (np.arange(0, dim, 2) / dim)
@@ -58,6 +60,7 @@ class LearnedPositions(Module):
 
     def __init__(self, max_length: int, dim: int, rng=None):
         super().__init__()
+        max_length, dim = sizes(max_length=max_length, dim=dim)
         self.max_length, self.dim = max_length, dim
         self.weight = Parameter(init.normal((max_length, dim), 0.02, rng=rng))
 
@@ -80,6 +83,7 @@ class RelativePositions(Module):
 
     def __init__(self, max_distance: int, dim: int, rng=None):
         super().__init__()
+        max_distance, dim = sizes(max_distance=max_distance, dim=dim)
         self.max_distance, self.dim = max_distance, dim
         bound = 1 / math.sqrt(dim)
         self.key = Parameter(init.uniform((2 * max_distance + 1, dim), bound, rng=rng))
@@ -111,8 +115,9 @@ class RelativeMultiHeadAttention(MultiHeadAttention):
 
     def __init__(self, d_model: int, heads: int, max_distance: int, dropout: float = 0.0, bias: bool = True,
                  rng=None):
+        max_distance = integer("max_distance", max_distance)
         super().__init__(d_model, heads, dropout, bias, rng)
-        self.relative = RelativePositions(max_distance, d_model // heads, rng)
+        self.relative = RelativePositions(max_distance, self.d_model // self.heads, rng)
 
     def forward(self, query, key, value, mask=None, causal: bool = False):
         q, k, v = (split_heads(w(x), self.heads) for w, x in ((self.w_q, query), (self.w_k, key), (self.w_v, value)))

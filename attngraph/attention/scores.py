@@ -12,6 +12,7 @@ import numpy as np
 from ..core import functional as F
 from ..core.parameter import Parameter
 from ..nn import Linear, Module, init
+from ..nn.checks import flag, integer, positive, sizes
 
 
 class DotScore(Module):
@@ -33,6 +34,7 @@ class GeneralScore(Module):
 
     def __init__(self, query_dim: int, key_dim: int, rng=None):
         super().__init__()
+        query_dim, key_dim = sizes(query_dim=query_dim, key_dim=key_dim)
         self.weight = Parameter(init.uniform((query_dim, key_dim), 1 / math.sqrt(query_dim), rng=rng))
 
     def forward(self, q, k):
@@ -47,6 +49,7 @@ class AdditiveScore(Module):
 
     def __init__(self, query_dim: int, key_dim: int, hidden: int, rng=None):
         super().__init__()
+        query_dim, key_dim, hidden = sizes(query_dim=query_dim, key_dim=key_dim, hidden=hidden)
         self.w_query = Linear(query_dim, hidden, bias=False, rng=rng)
         self.w_key = Linear(key_dim, hidden, rng=rng)
         self.v = Parameter(init.uniform((hidden,), 1 / math.sqrt(hidden), rng=rng))
@@ -64,6 +67,7 @@ class ConcatScore(Module):
 
     def __init__(self, query_dim: int, key_dim: int, hidden: int, rng=None):
         super().__init__()
+        query_dim, key_dim, hidden = sizes(query_dim=query_dim, key_dim=key_dim, hidden=hidden)
         self.query_dim = query_dim
         self.w = Linear(query_dim + key_dim, hidden, rng=rng)
         self.v = Parameter(init.uniform((hidden,), 1 / math.sqrt(hidden), rng=rng))
@@ -75,22 +79,29 @@ class ConcatScore(Module):
 
 
 class CosineScore(Module):
-    """score(q, k) = β · qᵀk / (‖q‖‖k‖ + ε), content-based addressing with sharpening β (Graves et al. 2014,
-    Neural Turing Machines). ``beta`` is a fixed float or, with ``learn_beta``, a parameter."""
+    """score(q, k) = β · cos(q, k), content-based addressing with sharpening β > 0 (Graves et al. 2014,
+    Neural Turing Machines). ``beta`` is a fixed number or, with ``learn_beta``, a parameter starting there.
+
+    cos(q, k) = (q / max(‖q‖, ε)) · (k / max(‖k‖, ε)), PyTorch's ``cosine_similarity``: each vector is
+    normalized on its own, so a zero vector scores 0 against every key, with finite gradients. The clamped
+    norm is computed as √max(‖x‖², ε²), which passes no gradient below ε (‖x‖ itself has none at x = 0);
+    ε² must be a normal float32 number, so ε >= 1.1e-19."""
 
     def __init__(self, beta: float = 1.0, learn_beta: bool = False, eps: float = 1e-8):
         super().__init__()
-        self.eps = eps
-        self.beta = Parameter(np.array(beta, np.float32)) if learn_beta else beta
+        self.eps = positive("eps", eps)
+        if self.eps ** 2 < np.finfo(np.float32).tiny:
+            raise ValueError(f"eps must be at least 1.1e-19, so that eps² does not underflow in float32; got {eps}")
+        beta = positive("beta", beta)
+        self.beta = Parameter(np.array(beta, np.float32)) if flag("learn_beta", learn_beta) else beta
 
     def forward(self, q, k):
-        dots = q @ F.swapaxes(k, -1, -2)
-        norms = F.expand_dims(_norm(q), -1) * F.expand_dims(_norm(k), -2)
-        return self.beta * dots / (norms + self.eps)
+        return self.beta * (_unit(q, self.eps) @ F.swapaxes(_unit(k, self.eps), -1, -2))
 
 
-def _norm(x):
-    return F.sqrt(F.sum(x * x, -1))
+def _unit(x, eps: float):
+    """x / max(‖x‖, ε) over the last axis, as √max(‖x‖², ε²)."""
+    return x / F.sqrt(F.maximum(F.sum(x * x, -1, keepdims=True), eps * eps))
 
 
 class LocationScore(Module):
@@ -99,8 +110,8 @@ class LocationScore(Module):
 
     def __init__(self, query_dim: int, max_length: int, rng=None):
         super().__init__()
-        self.max_length = max_length
-        self.w = Linear(query_dim, max_length, rng=rng)
+        self.max_length = integer("max_length", max_length)
+        self.w = Linear(integer("query_dim", query_dim), self.max_length, rng=rng)
 
     def forward(self, q, k):
         length = k.shape[-2]

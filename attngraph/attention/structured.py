@@ -15,6 +15,7 @@ import numpy as np
 
 from ..core import functional as F
 from ..nn import Linear, Module
+from ..nn.checks import flag, sizes
 from .attention import attend
 
 
@@ -27,7 +28,8 @@ class StructuredSelfAttention(Module):
 
     def __init__(self, dim: int, attention_dim: int, hops: int, bias: bool = False, rng=None):
         super().__init__()
-        self.w_s1 = Linear(dim, attention_dim, bias=bias, rng=rng)
+        dim, attention_dim, hops = sizes(dim=dim, attention_dim=attention_dim, hops=hops)
+        self.w_s1 = Linear(dim, attention_dim, bias=flag("bias", bias), rng=rng)
         self.w_s2 = Linear(attention_dim, hops, bias=False, rng=rng)
 
     def forward(self, hidden, mask=None):

@@ -8,10 +8,11 @@ from ..core import functional as F
 from ..core.parameter import Parameter
 from ..core.tracing import Input
 from ..nn import Dropout, Embedding, LayerNorm, Linear, Module
+from ..nn.checks import integer
 from . import tasks
-from .blocks import Encoder
+from .blocks import Encoder, stack_settings
 from .registry import ModelSpec, register
-from .tokens import FIRST, IGNORE, MASK, padding_mask
+from .tokens import FIRST, IGNORE, MASK, padding_mask, vocabulary
 
 
 class BERT(Module):
@@ -26,6 +27,8 @@ class BERT(Module):
     def __init__(self, vocab: int, d_model: int = 64, heads: int = 4, layers: int = 2, d_ff: int = 256,
                  max_length: int = 128, dropout: float = 0.1, rng=None):
         super().__init__()
+        vocab, max_length = vocabulary("vocab", vocab), integer("max_length", max_length)
+        layers, d_model, heads, d_ff, dropout = stack_settings(layers, d_model, heads, d_ff, dropout)
         self.token_embed = Embedding(vocab, d_model, std=0.02, rng=rng)
         self.positions = LearnedPositions(max_length, d_model, rng=rng)
         self.embed_norm = LayerNorm(d_model)

@@ -15,6 +15,14 @@ from typing import Callable
 from ..attention import MultiHeadAttention
 from ..core import functional as F
 from ..nn import MLP, Dropout, LayerNorm, Module, ModuleList
+from ..nn.checks import divisible, flag, function, integer, probability, sizes
+
+
+def stack_settings(layers, d_model, heads, d_ff, dropout) -> tuple[int, int, int, int, float]:
+    """The settings of a stack of transformer layers, checked together (sizes >= 1, d_model divisible by heads,
+    dropout in [0, 1)), so that a model can refuse them before it draws its first parameter."""
+    layers, d_model, heads, d_ff = sizes(layers=layers, d_model=d_model, heads=heads, d_ff=d_ff)
+    return layers, divisible("d_model", d_model, "heads", heads), heads, d_ff, probability("dropout", dropout)
 
 
 class EncoderLayer(Module):
@@ -27,7 +35,8 @@ class EncoderLayer(Module):
     def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.0, pre_norm: bool = False,
                  activation: Callable = F.relu, rng=None):
         super().__init__()
-        self.pre_norm = pre_norm
+        d_ff, dropout = integer("d_ff", d_ff), probability("dropout", dropout)
+        self.pre_norm, activation = flag("pre_norm", pre_norm), function("activation", activation)
         self.self_attn = MultiHeadAttention(d_model, heads, dropout, rng=rng)
         self.self_attn_norm = LayerNorm(d_model)
         self.ffn = MLP([d_model, d_ff, d_model], activation, dropout, rng=rng)
@@ -72,6 +81,7 @@ class Encoder(Module):
     def __init__(self, layers: int, d_model: int, heads: int, d_ff: int, dropout: float = 0.0,
                  pre_norm: bool = False, activation: Callable = F.relu, rng=None):
         super().__init__()
+        layers, d_model, heads, d_ff, dropout = stack_settings(layers, d_model, heads, d_ff, dropout)
         self.layers = ModuleList(self.layer(d_model, heads, d_ff, dropout, pre_norm, activation, rng)
                                  for _ in range(layers))
         self.norm = LayerNorm(d_model) if pre_norm else None

@@ -7,9 +7,10 @@ from ..attention import AttentionPooling
 from ..core import functional as F
 from ..core.tracing import Input
 from ..nn import GRU, Embedding, Linear, Module
+from ..nn.checks import integer, sizes
 from . import tasks
 from .registry import ModelSpec, register
-from .tokens import padding_mask
+from .tokens import padding_mask, vocabulary
 
 
 class HAN(Module):
@@ -31,6 +32,9 @@ class HAN(Module):
     def __init__(self, vocab: int, embed_dim: int = 32, word_hidden: int = 32, sentence_hidden: int = 32,
                  attention_dim: int = 32, classes: int = 2, rng=None):
         super().__init__()
+        vocab, classes = vocabulary("vocab", vocab), integer("classes", classes, minimum=2)
+        embed_dim, word_hidden, sentence_hidden, attention_dim = sizes(
+            embed_dim=embed_dim, word_hidden=word_hidden, sentence_hidden=sentence_hidden, attention_dim=attention_dim)
         self.embed = Embedding(vocab, embed_dim, rng=rng)
         self.word_encoder = GRU(embed_dim, word_hidden, bidirectional=True, rng=rng)
         self.word_attention = AttentionPooling(2 * word_hidden, attention_dim, rng=rng)

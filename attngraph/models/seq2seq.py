@@ -13,10 +13,11 @@ from ..core import functional as F
 from ..core.api import trace
 from ..core.tracing import Input
 from ..nn import GRU, Embedding, GRUCell, Linear, Module
+from ..nn.checks import integer, one_of, sizes
 from ..nn.recurrent import stack
 from . import tasks
 from .registry import ModelSpec, register
-from .tokens import greedy, padding_mask
+from .tokens import greedy, padding_mask, token_ids, vocabulary
 
 
 class Seq2Seq(Module):
@@ -38,9 +39,11 @@ class Seq2Seq(Module):
 
     def greedy_decode(self, src: np.ndarray, max_length: int) -> tuple[np.ndarray, np.ndarray]:
         """Target tokens (B, n ≤ max_length) for ``src`` (B, S) by greedy decoding (``tokens.greedy``), and
-        the attention weights of every step (B, n, S). The encoder and one decoder step are each traced
-        and compiled once; the state is carried between step calls."""
-        src = np.asarray(src, np.int64)
+        the attention weights of every step (B, n, S). ``max_length`` >= 1; it and the source's token ids
+        are checked before anything is traced. The encoder and one decoder step are each traced and compiled
+        once; the state is carried between step calls."""
+        src = token_ids("src", src, self.src_embed.num_embeddings)
+        max_length = integer("max_length", max_length)
         memory, state = trace(lambda src: self.encode(src, padding_mask(src)), src=src).compile()(src=src)
         step = trace(lambda y, state, memory, src: self.step(y, state, memory, padding_mask(src)),
                      y=Input((len(src),), "int64"), state=state, memory=memory, src=src).compile()
@@ -54,6 +57,12 @@ class Seq2Seq(Module):
 
         tokens = greedy(next_logits, len(src), max_length)
         return tokens, np.stack(weights, axis=1)
+
+
+def checked_sizes(src_vocab, tgt_vocab, embed_dim, hidden) -> tuple[int, int, int, int]:
+    """The sizes every encoder-decoder takes, checked."""
+    return (vocabulary("src_vocab", src_vocab), vocabulary("tgt_vocab", tgt_vocab),
+            *sizes(embed_dim=embed_dim, hidden=hidden))
 
 
 class BahdanauSeq2Seq(Seq2Seq):
@@ -71,6 +80,7 @@ class BahdanauSeq2Seq(Seq2Seq):
 
     def __init__(self, src_vocab: int, tgt_vocab: int, embed_dim: int = 32, hidden: int = 64, rng=None):
         super().__init__()
+        src_vocab, tgt_vocab, embed_dim, hidden = checked_sizes(src_vocab, tgt_vocab, embed_dim, hidden)
         self.src_embed = Embedding(src_vocab, embed_dim, rng=rng)
         self.tgt_embed = Embedding(tgt_vocab, embed_dim, rng=rng)
         self.encoder = GRU(embed_dim, hidden, bidirectional=True, rng=rng)
@@ -82,7 +92,7 @@ class BahdanauSeq2Seq(Seq2Seq):
 
     def encode(self, src, mask):
         memory, final = self.encoder(self.src_embed(src), mask)
-        _, backward_first = F.split(final, 2, axis=-1)
+        _, backward_first = F.split(final, final.shape[-1] // 2, axis=-1)
         return memory, F.tanh(self.bridge(backward_first))
 
     def step(self, y_prev, state, memory, mask):
@@ -112,9 +122,9 @@ class LuongSeq2Seq(Seq2Seq):
     def __init__(self, src_vocab: int, tgt_vocab: int, embed_dim: int = 32, hidden: int = 64,
                  score: str = "general", rng=None):
         super().__init__()
+        src_vocab, tgt_vocab, embed_dim, hidden = checked_sizes(src_vocab, tgt_vocab, embed_dim, hidden)
         scores = {"general": lambda: GeneralScore(hidden, hidden, rng=rng), "dot": DotScore}
-        if score not in scores:
-            raise ValueError(f"score must be one of {sorted(scores)}, not {score!r}")
+        score = one_of("score", score, scores)
         self.src_embed = Embedding(src_vocab, embed_dim, rng=rng)
         self.tgt_embed = Embedding(tgt_vocab, embed_dim, rng=rng)
         self.encoder = GRU(embed_dim, hidden, rng=rng)

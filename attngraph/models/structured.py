@@ -7,9 +7,10 @@ from ..attention import StructuredSelfAttention, redundancy_penalty
 from ..core import functional as F
 from ..core.tracing import Input
 from ..nn import LSTM, MLP, Embedding, Module
+from ..nn.checks import integer, non_negative, sizes
 from . import tasks
 from .registry import ModelSpec, register
-from .tokens import padding_mask
+from .tokens import padding_mask, vocabulary
 
 
 class StructuredClassifier(Module):
@@ -24,7 +25,10 @@ class StructuredClassifier(Module):
     def __init__(self, vocab: int, embed_dim: int = 32, hidden: int = 32, attention_dim: int = 32, hops: int = 4,
                  mlp_hidden: int = 64, classes: int = 2, penalty: float = 1.0, rng=None):
         super().__init__()
-        self.penalty = penalty
+        vocab, classes = vocabulary("vocab", vocab), integer("classes", classes, minimum=2)
+        embed_dim, hidden, attention_dim, hops, mlp_hidden = sizes(
+            embed_dim=embed_dim, hidden=hidden, attention_dim=attention_dim, hops=hops, mlp_hidden=mlp_hidden)
+        self.penalty = non_negative("penalty", penalty)
         self.embed = Embedding(vocab, embed_dim, rng=rng)
         self.encoder = LSTM(embed_dim, hidden, bidirectional=True, rng=rng)
         self.attention = StructuredSelfAttention(2 * hidden, attention_dim, hops, rng=rng)

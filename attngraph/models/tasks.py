@@ -9,13 +9,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import functional as F
-from .tokens import BOS, EOS, FIRST, PAD, pad
+from ..nn.checks import integer
+from .tokens import BOS, EOS, FIRST, PAD, pad, vocabulary
 
 
 def reversal(rng: np.random.Generator, size: int, length: int, vocab: int) -> dict[str, np.ndarray]:
     """Sequence reversal with padding: src = x₁ … x_n (1 ≤ n ≤ length, ordinary tokens < vocab),
     tgt_in = BOS x_n … x₁ and tgt_out = x_n … x₁ EOS, each padded to length + 1."""
-    sources = [rng.integers(FIRST, vocab, rng.integers(1, length + 1)) for _ in range(size)]
+    sources = [rng.integers(FIRST, vocabulary("vocab", vocab), rng.integers(1, length + 1)) for _ in range(size)]
     return dict(src=pad(sources, length),
                 tgt_in=pad([[BOS, *s[::-1]] for s in sources], length + 1),
                 tgt_out=pad([[*s[::-1], EOS] for s in sources], length + 1))
@@ -37,7 +38,7 @@ def reversal_loss(model, src, tgt_in, tgt_out):
 def counting(rng: np.random.Generator, size: int, length: int, vocab: int) -> np.ndarray:
     """(size, length) rows a, a + s, a + 2s, … over the ordinary tokens (wrapping around below vocab),
     with random start a and step s ∈ {1, 2, 3}: every token follows from the two before it."""
-    span = vocab - FIRST
+    span = vocabulary("vocab", vocab) - FIRST
     start = rng.integers(0, span, (size, 1))
     step = rng.integers(1, 4, (size, 1))
     return FIRST + (start + step * np.arange(length)) % span
@@ -47,8 +48,8 @@ KEYWORD = FIRST
 
 
 def words(rng: np.random.Generator, length: int, vocab: int) -> np.ndarray:
-    """1 … length random ordinary tokens other than the keyword."""
-    return rng.integers(KEYWORD + 1, vocab, rng.integers(1, length + 1))
+    """1 … length random ordinary tokens other than the keyword (so vocab > KEYWORD + 1)."""
+    return rng.integers(KEYWORD + 1, integer("vocab", vocab, minimum=KEYWORD + 2), rng.integers(1, length + 1))
 
 
 def plant_keyword(rng: np.random.Generator, rows: list[np.ndarray]) -> None:

@@ -7,10 +7,11 @@ from ..attention import SinusoidalPositions
 from ..core.api import trace
 from ..core.tracing import Input
 from ..nn import Dropout, Embedding, Linear, Module
+from ..nn.checks import flag, integer
 from . import tasks
-from .blocks import Decoder, Encoder
+from .blocks import Decoder, Encoder, stack_settings
 from .registry import ModelSpec, register
-from .tokens import greedy, padding_mask
+from .tokens import greedy, padding_mask, token_ids, vocabulary
 
 
 class Transformer(Module):
@@ -28,6 +29,9 @@ class Transformer(Module):
     def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 64, heads: int = 4, layers: int = 2,
                  d_ff: int = 256, dropout: float = 0.1, pre_norm: bool = False, max_length: int = 256, rng=None):
         super().__init__()
+        src_vocab, tgt_vocab = vocabulary("src_vocab", src_vocab), vocabulary("tgt_vocab", tgt_vocab)
+        layers, d_model, heads, d_ff, dropout = stack_settings(layers, d_model, heads, d_ff, dropout)
+        max_length, pre_norm = integer("max_length", max_length), flag("pre_norm", pre_norm)
         self.src_embed = Embedding(src_vocab, d_model, rng=rng)
         self.tgt_embed = Embedding(tgt_vocab, d_model, rng=rng)
         self.positions = SinusoidalPositions(d_model, max_length)
@@ -51,8 +55,10 @@ class Transformer(Module):
     def greedy_decode(self, src: np.ndarray, max_length: int) -> np.ndarray:
         """Target tokens (B, n ≤ max_length) for ``src`` (B, S), see ``tokens.greedy``. The source is
         encoded once; each step reruns the decoder on the prefix (one compiled graph serves every length).
-        Call ``eval()`` first to turn dropout off."""
-        src = np.asarray(src, np.int64)
+        S and ``max_length`` (>= 1) are at most the model's ``max_length`` positions; they and the source's
+        token ids are checked before anything is traced. Call ``eval()`` first to turn dropout off."""
+        src = token_ids("src", src, self.src_embed.num_embeddings)
+        max_length = integer("max_length", max_length, maximum=self.positions.max_length)
         memory = trace(self.encode, src=src).compile()(src=src)
         decode = trace(self.decode, memory=memory, src=src, tgt_in=Input((len(src), "T"), "int64")).compile()
         return greedy(lambda prefix: decode(memory=memory, src=src, tgt_in=prefix)[:, -1], len(src), max_length)

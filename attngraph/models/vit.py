@@ -9,8 +9,9 @@ from ..core.parameter import Parameter
 from ..core.tracing import Input
 from ..errors import ShapeError
 from ..nn import Dropout, Linear, Module, init
+from ..nn.checks import divisible, integer, sizes
 from . import tasks
-from .blocks import Encoder
+from .blocks import Encoder, stack_settings
 from .registry import ModelSpec, register
 
 
@@ -32,12 +33,17 @@ class ViT(Module):
     Each patch is flattened and linearly embedded, a learned class token is put in front, learned
     positions are added, ``layers`` pre-norm GELU encoder layers follow (as the paper), and a linear head
     reads the class token's final state. Layer i's attention weights, (B, heads, 1 + patches, 1 + patches)
-    with the class token first, are recorded under ``encoder.layers.i.self_attn``."""
+    with the class token first, are recorded under ``encoder.layers.i.self_attn``. ``image_size`` must be a
+    multiple of ``patch_size``."""
 
     def __init__(self, image_size: int = 32, patch_size: int = 4, channels: int = 3, classes: int = 10,
                  d_model: int = 64, heads: int = 4, layers: int = 2, d_ff: int = 256, dropout: float = 0.1, rng=None):
         super().__init__()
-        self.image_size, self.patch_size, self.channels = image_size, patch_size, channels
+        image_size, patch_size, channels = sizes(image_size=image_size, patch_size=patch_size, channels=channels)
+        layers, d_model, heads, d_ff, dropout = stack_settings(layers, d_model, heads, d_ff, dropout)
+        classes = integer("classes", classes, minimum=2)
+        self.image_size = divisible("image_size", image_size, "patch_size", patch_size)
+        self.patch_size, self.channels = patch_size, channels
         self.patch_embed = Linear(channels * patch_size ** 2, d_model, rng=rng)
         self.class_token = Parameter(init.normal((1, 1, d_model), 0.02, rng=rng))
         self.positions = LearnedPositions(1 + (image_size // patch_size) ** 2, d_model, rng=rng)

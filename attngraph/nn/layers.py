@@ -9,6 +9,7 @@ import numpy as np
 from ..core import functional as F
 from ..core.parameter import Parameter
 from . import init
+from .checks import flag, float_dtype, function, integer, module, non_negative, positive, probability, sizes
 from .module import Module
 
 
@@ -18,7 +19,8 @@ class Linear(Module):
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype="float32", rng=None):
         super().__init__()
-        bound = 1 / math.sqrt(in_features) if in_features else 0.0
+        in_features, out_features = sizes(in_features=in_features, out_features=out_features)
+        bias, dtype, bound = flag("bias", bias), float_dtype("dtype", dtype), 1 / math.sqrt(in_features)
         self.in_features, self.out_features = in_features, out_features
         self.weight = Parameter(init.uniform((in_features, out_features), bound, dtype, rng))
         self.bias = Parameter(init.uniform((out_features,), bound, dtype, rng)) if bias else None
@@ -37,8 +39,9 @@ class Embedding(Module):
 
     def __init__(self, num_embeddings: int, dim: int, std: float = 1.0, dtype="float32", rng=None):
         super().__init__()
-        self.num_embeddings, self.dim = num_embeddings, dim
-        self.weight = Parameter(init.normal((num_embeddings, dim), std, dtype, rng))
+        self.num_embeddings, self.dim = sizes(num_embeddings=num_embeddings, dim=dim)
+        self.weight = Parameter(init.normal((self.num_embeddings, self.dim), non_negative("std", std),
+                                            float_dtype("dtype", dtype), rng))
 
     def forward(self, indices):
         return F.embedding(self.weight, indices)
@@ -52,9 +55,9 @@ class LayerNorm(Module):
 
     def __init__(self, dim: int, eps: float = 1e-5, bias: bool = True, dtype="float32"):
         super().__init__()
-        self.dim, self.eps = dim, eps
-        self.weight = Parameter(np.ones(dim, dtype))
-        self.bias = Parameter(np.zeros(dim, dtype)) if bias else None
+        self.dim, self.eps, dtype = integer("dim", dim), positive("eps", eps), float_dtype("dtype", dtype)
+        self.weight = Parameter(np.ones(self.dim, dtype))
+        self.bias = Parameter(np.zeros(self.dim, dtype)) if flag("bias", bias) else None
 
     def forward(self, x):
         return F.layer_norm(x, self.weight, self.bias, self.eps)
@@ -64,13 +67,12 @@ class LayerNorm(Module):
 
 
 class Dropout(Module):
-    """Inverted dropout (Srivastava et al. 2014) while ``training``; the identity in ``eval()`` mode."""
+    """Inverted dropout (Srivastava et al. 2014) while ``training``; the identity in ``eval()`` mode. p is in
+    [0, 1): PyTorch also takes p = 1, which zeroes everything and leaves nothing to learn from."""
 
     def __init__(self, p: float = 0.1):
         super().__init__()
-        if not 0 <= p < 1:
-            raise ValueError(f"dropout probability must be in [0, 1), got {p}")
-        self.p = p
+        self.p = probability("p", p)
 
     def forward(self, x):
         return F.dropout(x, self.p, self.training)
@@ -80,12 +82,12 @@ class Dropout(Module):
 
 
 class ModuleList(Module):
-    """Sub-modules named ``0``, ``1``, ... in order."""
+    """Sub-modules named ``0``, ``1``, ... in order; anything else is refused with a TypeError."""
 
     def __init__(self, modules: Iterable[Module] = ()):
         super().__init__()
-        for i, m in enumerate(modules):
-            setattr(self, str(i), m)
+        for m in modules:
+            self.append(m)
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -96,8 +98,8 @@ class ModuleList(Module):
     def __getitem__(self, i: int) -> Module:
         return list(self._modules.values())[i]
 
-    def append(self, module: Module) -> None:
-        setattr(self, str(len(self)), module)
+    def append(self, item: Module) -> None:
+        setattr(self, str(len(self)), module(f"item {len(self)}", item))
 
 
 class Sequential(ModuleList):
@@ -117,7 +119,7 @@ class Activation(Module):
 
     def __init__(self, fn: Callable):
         super().__init__()
-        self.fn = fn
+        self.fn = function("fn", fn)
 
     def forward(self, x):
         return self.fn(x)
@@ -128,9 +130,13 @@ class Activation(Module):
 
 class MLP(Sequential):
     """Linear layers of the given sizes with an activation (default GELU) between them:
-    ``MLP([64, 256, 64])`` is Linear(64, 256) → GELU → Linear(256, 64)."""
+    ``MLP([64, 256, 64])`` is Linear(64, 256) → GELU → Linear(256, 64). ``sizes`` holds at least two sizes."""
 
     def __init__(self, sizes: list[int], activation: Callable = F.gelu, dropout: float = 0.0, rng=None):
+        if not isinstance(sizes, (list, tuple)) or len(sizes) < 2:
+            raise ValueError(f"sizes must be a list of at least two sizes (input, ..., output), got {sizes!r}")
+        sizes = [integer(f"sizes[{i}]", size) for i, size in enumerate(sizes)]
+        activation, dropout = function("activation", activation), probability("dropout", dropout)
         layers: list[Module] = []
         for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
             layers.append(Linear(a, b, rng=rng))

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..core import functional as F
 from ..errors import ShapeError
+from .checks import flag, module, sizes
 from .layers import Linear
 from .module import Module
 
@@ -36,16 +37,16 @@ class GRUCell(Module):
 
     def __init__(self, input_size: int, hidden_size: int, rng=None):
         super().__init__()
-        self.input_size, self.hidden_size = input_size, hidden_size
-        self.input = Linear(input_size, 3 * hidden_size, rng=rng)
-        self.hidden = Linear(hidden_size, 3 * hidden_size, rng=rng)
+        self.input_size, self.hidden_size = sizes(input_size=input_size, hidden_size=hidden_size)
+        self.input = Linear(self.input_size, 3 * self.hidden_size, rng=rng)
+        self.hidden = Linear(self.hidden_size, 3 * self.hidden_size, rng=rng)
 
     def initial_state(self, x):
         return zeros(x, self.hidden_size)
 
     def forward(self, x, h):
-        x_r, x_z, x_n = F.split(self.input(x), 3, axis=-1)
-        h_r, h_z, h_n = F.split(self.hidden(h), 3, axis=-1)
+        x_r, x_z, x_n = F.split(self.input(x), self.hidden_size, axis=-1)
+        h_r, h_z, h_n = F.split(self.hidden(h), self.hidden_size, axis=-1)
         r, z = F.sigmoid(x_r + h_r), F.sigmoid(x_z + h_z)
         n = F.tanh(x_n + r * h_n)
         return (1 - z) * n + z * h
@@ -70,16 +71,16 @@ class LSTMCell(Module):
 
     def __init__(self, input_size: int, hidden_size: int, rng=None):
         super().__init__()
-        self.input_size, self.hidden_size = input_size, hidden_size
-        self.input = Linear(input_size, 4 * hidden_size, rng=rng)
-        self.hidden = Linear(hidden_size, 4 * hidden_size, bias=False, rng=rng)
+        self.input_size, self.hidden_size = sizes(input_size=input_size, hidden_size=hidden_size)
+        self.input = Linear(self.input_size, 4 * self.hidden_size, rng=rng)
+        self.hidden = Linear(self.hidden_size, 4 * self.hidden_size, bias=False, rng=rng)
 
     def initial_state(self, x):
         return zeros(x, self.hidden_size), zeros(x, self.hidden_size)
 
     def forward(self, x, state):
         h, c = state
-        i, f, g, o = F.split(self.input(x) + self.hidden(h), 4, axis=-1)
+        i, f, g, o = F.split(self.input(x) + self.hidden(h), self.hidden_size, axis=-1)
         c = F.sigmoid(f) * c + F.sigmoid(i) * F.tanh(g)
         return F.sigmoid(o) * F.tanh(c), c
 
@@ -125,8 +126,8 @@ class Recurrent(Module):
 
     def __init__(self, cell: Module, backward_cell: Module | None = None):
         super().__init__()
-        self.cell = cell
-        self.backward_cell = backward_cell
+        self.cell = module("cell", cell)
+        self.backward_cell = None if backward_cell is None else module("backward_cell", backward_cell)
 
     @property
     def bidirectional(self) -> bool:
@@ -166,6 +167,7 @@ class GRU(Recurrent):
     """A (bidirectional) GRU encoder: ``Recurrent`` over ``GRUCell``s, one per direction."""
 
     def __init__(self, input_size: int, hidden_size: int, bidirectional: bool = False, rng=None):
+        bidirectional = flag("bidirectional", bidirectional)
         super().__init__(GRUCell(input_size, hidden_size, rng),
                          GRUCell(input_size, hidden_size, rng) if bidirectional else None)
 
@@ -174,5 +176,6 @@ class LSTM(Recurrent):
     """A (bidirectional) LSTM encoder: ``Recurrent`` over ``LSTMCell``s, one per direction."""
 
     def __init__(self, input_size: int, hidden_size: int, bidirectional: bool = False, rng=None):
+        bidirectional = flag("bidirectional", bidirectional)
         super().__init__(LSTMCell(input_size, hidden_size, rng),
                          LSTMCell(input_size, hidden_size, rng) if bidirectional else None)

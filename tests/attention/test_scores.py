@@ -23,9 +23,14 @@ def concat(s, q, k):
     return np.tanh(pairs @ s.w.weight.data + s.w.bias.data) @ s.v.data
 
 
+def unit(x, eps):
+    """x / max(‖x‖, ε): torch.nn.functional.cosine_similarity normalizes each vector so."""
+    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), eps)
+
+
 def cosine(s, q, k):
-    norms = np.linalg.norm(q, axis=-1)[..., :, None] * np.linalg.norm(k, axis=-1)[..., None, :]
-    return s.beta.data * (q @ k.swapaxes(-1, -2)) / (norms + s.eps)
+    """β q̂ · k̂, β a parameter or a fixed number."""
+    return getattr(s.beta, "data", s.beta) * unit(q, s.eps) @ unit(k, s.eps).swapaxes(-1, -2)
 
 
 # name: (make the score, its key dimension, its formula in NumPy)
@@ -77,3 +82,55 @@ def test_location_score_needs_a_concrete_length_within_its_range():
         ag.trace(LocationScore(Q_DIM, max_length=7), q=ag.Input(("B", 1, Q_DIM)), k=ag.Input(("B", "T", K_DIM)))
     with pytest.raises(ValueError, match="<= 7"):
         ag.trace(LocationScore(Q_DIM, max_length=7), q=ag.Input((1, 1, Q_DIM)), k=ag.Input((1, 8, K_DIM)))
+
+
+def zero_rows(rng):
+    """Queries (2, 3, Q_DIM) and keys (2, 5, Q_DIM) in float64 with zero vectors among them, and a tiny one
+    (norm below ε) among the keys."""
+    q, k = inputs(rng, Q_DIM, np.float64)
+    q[0, 1] = 0
+    q[1, :] = 0
+    k[0, 2] = 0
+    k[1, 4] = 1e-10
+    return q, k
+
+
+def test_cosine_score_of_zero_vectors_is_zero_with_the_gradients_of_pytorch(rng):
+    """d/dq_i Σ_j P_ij β q̂_i·k̂_j is β Σ_j P_ij k̂_j / max(‖q_i‖, ε) plus, where ‖q_i‖ > ε, the term through
+    the norm; for a zero (or tiny) vector that term is 0, as in PyTorch."""
+    score = CosineScore(beta=1.5, eps=1e-8).astype(np.float64)
+    q, k = zero_rows(rng)
+    projection = rng.standard_normal((2, 3, 5))
+    value, (dq, dk) = ag.value_and_grad(lambda q, k: ag.sum(score(q, k) * projection), argnums=(0, 1))(q, k)
+    scores = run(score, q=q, k=k)
+    np.testing.assert_allclose(scores, cosine(score, q, k), rtol=1e-12, atol=1e-15)
+    assert not scores[0, 1].any() and not scores[1].any() and not scores[0, :, 2].any()
+    assert np.isfinite(dq).all() and np.isfinite(dk).all()
+    np.testing.assert_allclose(value, np.sum(cosine(score, q, k) * projection), rtol=1e-12)
+    # a zero query: only the direct term, k̂ / ε
+    np.testing.assert_allclose(dq[1], 1.5 * projection[1] @ unit(k[1], 1e-8) / 1e-8, rtol=1e-10)
+    np.testing.assert_allclose(dq[0, 1], 1.5 * projection[0, 1] @ unit(k[0], 1e-8) / 1e-8, rtol=1e-10)
+    # the zero key gets the queries' direct term alone
+    np.testing.assert_allclose(dk[0, 2], 1.5 * projection[0, :, 2] @ unit(q[0], 1e-8) / 1e-8, rtol=1e-10)
+
+
+def test_cosine_score_matches_pytorch_values_and_gradients(rng):
+    torch = pytest.importorskip("torch")
+    score = CosineScore(beta=1.5, eps=1e-8).astype(np.float64)
+    q, k = zero_rows(rng)
+    projection = rng.standard_normal((2, 3, 5))
+    value, grads = ag.value_and_grad(lambda q, k: ag.sum(score(q, k) * projection), argnums=(0, 1))(q, k)
+    tq, tk = torch.tensor(q, requires_grad=True), torch.tensor(k, requires_grad=True)
+    expected = 1.5 * torch.nn.functional.cosine_similarity(tq[:, :, None], tk[:, None], dim=-1, eps=1e-8)
+    (expected * torch.tensor(projection)).sum().backward()
+    np.testing.assert_allclose(run(score, q=q, k=k), expected.detach().numpy(), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(grads[0], tq.grad.numpy(), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(grads[1], tk.grad.numpy(), rtol=1e-9, atol=1e-9)
+
+
+def test_cosine_score_is_finite_in_float32_for_zero_vectors(rng):
+    score = CosineScore(beta=2.0, learn_beta=True)
+    q, k = (x.astype(np.float32) for x in zero_rows(rng))
+    _, grads = ag.value_and_grad(lambda q, k: ag.sum(score(q, k) ** 2), argnums=(0, 1))(q, k)
+    assert_close(run(score, q=q, k=k), cosine(score, q.astype(np.float64), k.astype(np.float64)))
+    assert all(np.isfinite(g).all() for g in grads)
