@@ -8,7 +8,7 @@ from ..core import functional as F
 from ..core.parameter import Parameter
 from ..core.tracing import Input
 from ..nn import Dropout, Embedding, LayerNorm, Linear, Module
-from ..nn.checks import integer
+from ..nn import checks
 from . import tasks
 from .blocks import Encoder, stack_settings
 from .registry import ModelSpec, register
@@ -27,7 +27,7 @@ class BERT(Module):
     def __init__(self, vocab: int, d_model: int = 64, heads: int = 4, layers: int = 2, d_ff: int = 256,
                  max_length: int = 128, dropout: float = 0.1, rng=None):
         super().__init__()
-        vocab, max_length = vocabulary("vocab", vocab), integer("max_length", max_length)
+        vocab, max_length = vocabulary("vocab", vocab), checks.integer("max_length", max_length)
         layers, d_model, heads, d_ff, dropout = stack_settings(layers, d_model, heads, d_ff, dropout)
         self.token_embed = Embedding(vocab, d_model, std=0.02, rng=rng)
         self.positions = LearnedPositions(max_length, d_model, rng=rng)
@@ -50,7 +50,9 @@ def mask_tokens(tokens: np.ndarray, rng: np.random.Generator, vocab: int,
     padding and other special tokens never) is selected with ``probability``, independently; a selected
     token becomes ``MASK`` with probability 0.8, a uniformly random ordinary token with 0.1, and stays
     itself with 0.1. Returns (inputs, targets): targets hold the original token at the selected positions
-    and ``IGNORE`` everywhere else, so that the loss counts the selected positions only."""
+    and ``IGNORE`` everywhere else, so that the loss counts the selected positions only. ``probability`` is
+    in [0, 1] and ``vocab`` > ``FIRST``."""
+    probability, vocab = checks.probability("probability", probability, certain=True), vocabulary("vocab", vocab)
     selected = (tokens >= FIRST) & (rng.random(tokens.shape) < probability)
     action = rng.random(tokens.shape)
     replaced = selected & (0.8 <= action) & (action < 0.9)

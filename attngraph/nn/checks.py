@@ -53,8 +53,11 @@ def non_negative(name: str, value) -> float:
     return _number(name, value, lambda x: 0 <= x < math.inf, "a finite number >= 0")
 
 
-def probability(name: str, value) -> float:
-    """A probability in [0, 1): a dropout rate (1 would drop everything), a momentum."""
+def probability(name: str, value, certain: bool = False) -> float:
+    """A probability in [0, 1): a dropout rate (1 would drop everything), a momentum; in [0, 1] when
+    ``certain`` events are allowed."""
+    if certain:
+        return _number(name, value, lambda x: 0 <= x <= 1, "a probability in [0, 1]")
     return _number(name, value, lambda x: 0 <= x < 1, "a probability in [0, 1)")
 
 

@@ -6,6 +6,7 @@ import attngraph as ag
 from attngraph import models
 from attngraph.models import gpt as gpt_module
 from attngraph.models import seq2seq, transformer
+from attngraph.models.bert import mask_tokens
 from attngraph.models.gpt import sample
 
 VOCAB = 12          # the tiny configurations' vocabulary; the tiny GPT and transformer have 16 positions
@@ -132,3 +133,23 @@ def test_greedy_decoding_refuses_bad_arguments_before_tracing(name, src, max_len
 def test_the_transformer_decodes_at_most_as_many_tokens_as_it_has_positions(untraceable):
     with pytest.raises(ValueError, match=r"max_length must be an int in \[1, 16\], got 17"):
         models.get("transformer", tiny=True).greedy_decode(np.array([[4, 5]]), 17)
+
+
+@pytest.mark.parametrize("probability, vocab, error, message", [
+    (1.5, VOCAB, ValueError, r"probability must be a probability in \[0, 1\], got 1\.5"),
+    (-0.1, VOCAB, ValueError, r"probability must be a probability in \[0, 1\], got -0\.1"),
+    (float("nan"), VOCAB, ValueError, r"got nan"),
+    ("0.15", VOCAB, TypeError, r"probability must be a number, got '0\.15'"),
+    (0.15, 4, ValueError, r"vocab must be an int >= 5, got 4"),
+], ids=["1.5", "-0.1", "nan", "str", "vocab 4"])
+def test_masking_for_bert_refuses_bad_settings(probability, vocab, error, message):
+    with pytest.raises(error, match=message):
+        mask_tokens(np.array([[4, 5, 6]]), np.random.default_rng(0), vocab, probability)
+
+
+def test_masking_every_token_selects_every_ordinary_token():
+    tokens = np.array([[0, 1, 4, 5, 6, 7, 2, 0]])
+    inputs, targets = mask_tokens(tokens, np.random.default_rng(0), VOCAB, probability=1.0)
+    ordinary = tokens >= 4
+    np.testing.assert_array_equal(targets, np.where(ordinary, tokens, -100))
+    np.testing.assert_array_equal(inputs[~ordinary], tokens[~ordinary])
