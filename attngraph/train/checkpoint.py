@@ -1,26 +1,36 @@
-"""Checkpoints: a model's parameters and an optimizer's state in one ``.npz``, with a JSON side file.
+"""Checkpoints: a model's parameters, an optimizer's state and metadata in one ``.npz`` file.
 
     run/step1000.npz    param/<name>   every parameter, by its dotted name (``Module.state_dict``)
-                        optim/<key>    the optimizer's ``state_dict`` (steps, m/<name>, v/<name>, ...)
-                        meta.json      the metadata, as UTF-8 bytes: the copy that ``load`` reads
-    run/step1000.json   the same metadata, for people and tools
+                        optim/<key>    the optimizer's ``state_dict`` (lr, betas, ..., steps, m/<name>, ...)
+                        meta.json      the metadata, strict JSON as UTF-8 bytes
 
 Parameters and optimizer state are saved from NumPy copies wherever they live (``Parameter.numpy``,
 ``Optimizer.state_dict``) and restored onto the devices where the model's parameters live now: a run on
 "cuda" saves and resumes as one on "cpu" does.
 
 The metadata holds the format version, the attngraph version, the model's class and parameter shapes, the
-optimizer's configuration, and whatever the caller adds (the ``Trainer`` adds the model's name and
-config, the step, the schedule and the RNG state).
+optimizer's type and hyper-parameters, and whatever the caller adds (the ``Trainer`` adds the model's name
+and config, the step, the schedule, early stopping and the RNG state). JSON has no NaN or infinity: a
+non-finite float (an evaluation metric of a diverged run) is stored as ``{"$float": "nan"}`` (or "inf",
+"-inf") and read back as that float, so that strict JSON readers (jq, JavaScript) can read the metadata.
 
-Each file is written to a temporary file in the same folder, flushed to disk, and renamed over the
-target (``os.replace`` is atomic): a crash leaves the previous checkpoint or the new one, never a mix.
+The file is one atomic unit: it is written to a temporary file in the same folder
+(``.step1000.npz.<pid>.<random>.tmp``), synced to disk, and renamed over the target (``os.replace`` is atomic):
+a crash, even ``kill -9`` in the middle of a save, leaves the previous checkpoint or the new one, never a mix.
+The temporary file of a save whose process has died is deleted by the next save or load of that checkpoint.
 Reading uses ``allow_pickle=False``, and any damage — a truncated file, flipped bytes (the zip's CRC-32
-covers every array) — raises ``CheckpointError``, as does a model or optimizer that does not fit.
+covers every array), metadata that does not describe the arrays — raises ``CheckpointError``, as does a
+model or optimizer that does not fit; loading checks everything before it changes anything.
+
+Format 1 (attngraph 0.1.0) kept the optimizer's hyper-parameters in the metadata only, and a copy of the
+metadata in a ``.json`` file beside the ``.npz`` (which a crash could leave describing another step): it is
+still read, its hyper-parameters taken from the metadata.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable
@@ -31,7 +41,8 @@ import numpy as np
 
 from ..errors import CheckpointError
 
-FORMAT = 1
+FORMAT = 2
+FLOAT = "$float"        # the key of a non-finite float in the metadata: {"$float": "nan"}
 
 
 class Checkpoint(NamedTuple):
@@ -40,94 +51,181 @@ class Checkpoint(NamedTuple):
     metadata: dict
 
 
-def paths(path) -> tuple[Path, Path]:
-    """The ``.npz`` and ``.json`` files of the checkpoint ``path`` (with or without its .npz suffix)."""
+def file_of(path) -> Path:
+    """The file of the checkpoint ``path``: ``path`` with ``.npz`` added when it has another suffix or none."""
     path = Path(path)
-    npz = path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
-    return npz, npz.with_suffix(".json")
+    return path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
 
 
 def save(path, model, optimizer=None, metadata: dict | None = None) -> Path:
-    """Write ``model``'s parameters, ``optimizer``'s state and ``metadata`` (JSON-able) to ``path``
-    (``.npz`` added when missing) and its ``.json`` side file; returns the ``.npz`` path."""
+    """Write ``model``'s parameters, ``optimizer``'s state and ``metadata`` (JSON-able; NaN and infinity
+    allowed) to ``path`` (``.npz`` added when missing), atomically; returns the file's path. A file that
+    cannot be written (a folder without write permission, a full disk, a path through a file) raises
+    ``CheckpointError`` naming it and the cause, and leaves the previous checkpoint as it was."""
     import attngraph
 
-    npz, side = paths(path)
+    npz = file_of(path)
     params = model.state_dict()
     meta = {"format": FORMAT, "attngraph_version": attngraph.__version__,
             "model_class": f"{type(model).__module__}.{type(model).__qualname__}",
-            "parameters": {name: {"shape": list(a.shape), "dtype": str(a.dtype)} for name, a in params.items()},
-            "optimizer": None if optimizer is None else optimizer.config(), **(metadata or {})}
+            "parameters": _described(params), "optimizer": None if optimizer is None else optimizer.config()}
+    if reserved := sorted(meta.keys() & (metadata or {}).keys()):
+        raise CheckpointError(f"checkpoint metadata cannot set {', '.join(reserved)}: attngraph writes those; "
+                              "choose other names")
     try:
-        text = json.dumps(meta, indent=2, allow_nan=False)
+        text = json.dumps(_strict({**meta, **(metadata or {})}), indent=2, allow_nan=False)
     except (TypeError, ValueError) as e:
         raise CheckpointError(f"checkpoint metadata must be JSON-able: {e}") from None
     arrays = {f"param/{name}": a for name, a in params.items()}
     if optimizer is not None:
         arrays.update({f"optim/{key}": a for key, a in optimizer.state_dict().items()})
     arrays["meta.json"] = np.frombuffer(text.encode(), np.uint8)
-    npz.parent.mkdir(parents=True, exist_ok=True)
     _write_atomically(npz, lambda f: np.savez(f, **arrays))
-    _write_atomically(side, lambda f: f.write(text.encode() + b"\n"))
     return npz
 
 
 def read(path) -> Checkpoint:
     """The parameters, optimizer state and metadata stored at ``path``, without loading them anywhere."""
-    npz, _ = paths(path)
+    npz = file_of(path)
+    _remove_stale_temporaries(npz)
     if not npz.is_file():
         raise CheckpointError(f"no checkpoint at {npz}")
     try:
-        with np.load(npz, allow_pickle=False) as data:
-            arrays = {key: data[key] for key in data.files}
-        meta = json.loads(arrays.pop("meta.json").tobytes())
-    # A damaged zip or .npy raises any of BadZipFile, ValueError, OSError, EOFError, KeyError,
-    # NotImplementedError (a flipped compression method), RuntimeError (a flipped "encrypted" flag),
-    # MemoryError (a flipped size), ...: all of them mean that the file cannot be trusted.
-    except Exception as e:
-        raise CheckpointError(f"{npz} is truncated or corrupted and cannot be read "
-                              f"({type(e).__name__}: {e}); use an earlier checkpoint") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise CheckpointError(f"{npz} is not an attngraph checkpoint of format {FORMAT}")
+        file = npz.open("rb")
+    except OSError as e:
+        raise CheckpointError(f"cannot read the checkpoint {npz}: {e}") from None
+    with file:
+        try:
+            with np.load(file, allow_pickle=False) as data:
+                arrays = {key: data[key] for key in data.files}
+            meta = json.loads(arrays.pop("meta.json").tobytes(), object_hook=_float_of)
+        # A damaged zip or .npy raises any of BadZipFile, ValueError, OSError, EOFError, KeyError,
+        # NotImplementedError (a flipped compression method), RuntimeError (a flipped "encrypted" flag),
+        # MemoryError (a flipped size), ...: all of them mean that the file cannot be trusted.
+        except Exception as e:
+            raise CheckpointError(f"{npz} is truncated or corrupted and cannot be read "
+                                  f"({type(e).__name__}: {e}); use an earlier checkpoint") from None
+    found = meta.get("format") if isinstance(meta, dict) else None
+    if found not in (1, FORMAT):
+        advice = "upgrade attngraph to read it" if isinstance(found, int) and found > FORMAT else "it was not written by attngraph"
+        raise CheckpointError(f"{npz} has format {found!r}, and this attngraph reads formats 1 and {FORMAT}: {advice}")
     params = {key.removeprefix("param/"): a for key, a in arrays.items() if key.startswith("param/")}
     optimizer = {key.removeprefix("optim/"): a for key, a in arrays.items() if key.startswith("optim/")}
+    described = meta.get("optimizer")
+    optimizer_fits = (described is None if not optimizer else
+                      isinstance(described, dict) and isinstance(described.get("type"), str))
+    if meta.get("parameters") != _described(params) or not optimizer_fits or len(params) + len(optimizer) != len(arrays):
+        raise CheckpointError(f"{npz}'s metadata does not describe its arrays: the file is damaged or was not "
+                              "written by attngraph")
+    if meta["format"] == 1 and optimizer:
+        optimizer.update({name: np.asarray(value) for name, value in described.items() if name != "type"})
     return Checkpoint(params, optimizer, meta)
 
 
 def load(path, model, optimizer=None) -> dict:
-    """Load the checkpoint at ``path`` into ``model`` (and ``optimizer``); returns its metadata.
+    """Load the checkpoint at ``path`` into ``model`` (and ``optimizer``: its state and hyper-parameters, as
+    PyTorch's ``load_state_dict`` restores them); returns its metadata.
 
-    Names, shapes and dtypes are checked first: a mismatch raises ``CheckpointError`` listing every
-    difference and leaves the model and the optimizer as they were."""
+    Everything is checked first — the optimizer's type, names, shapes, dtypes and hyper-parameters: a mismatch
+    raises ``CheckpointError`` listing every difference and leaves the model and the optimizer as they were."""
     return restore(read(path), model, optimizer)
 
 
 def restore(checkpoint: Checkpoint, model, optimizer=None) -> dict:
     """Load a checkpoint already ``read`` into ``model`` (and ``optimizer``), as ``load`` does."""
-    if optimizer is not None and not checkpoint.optimizer:
-        raise CheckpointError("the checkpoint holds no optimizer state")
+    if optimizer is not None:
+        saved = checkpoint.metadata["optimizer"]
+        if saved is None:
+            raise CheckpointError("the checkpoint holds no optimizer state")
+        if saved["type"] != type(optimizer).__name__:
+            raise CheckpointError(f"the checkpoint's optimizer is {saved['type']}, not {type(optimizer).__name__}: "
+                                  f"load it into an optimizer of type {saved['type']}")
+        optimizer.check_state_dict(checkpoint.optimizer)
     backup = model.state_dict()
     model.load_state_dict(checkpoint.params)
     if optimizer is not None:
-        try:
+        try:                # checked already: only a device that runs out of memory can fail here
             optimizer.load_state_dict(checkpoint.optimizer)
-        except CheckpointError:
+        except BaseException:
             model.load_state_dict(backup)
             raise
     return checkpoint.metadata
 
 
+def _described(params: dict[str, np.ndarray]) -> dict:
+    return {name: {"shape": list(a.shape), "dtype": str(a.dtype)} for name, a in params.items()}
+
+
+def _strict(value):
+    """``value`` for strict JSON: each non-finite float as ``{"$float": "nan" | "inf" | "-inf"}``, NumPy
+    scalars as Python ones, containers walked."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return {FLOAT: repr(value)}
+    if isinstance(value, dict):
+        return {key: _strict(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(item) for item in value]
+    return value
+
+
+def _float_of(obj: dict):
+    """``json.loads``'s object hook that undoes ``_strict``'s tags."""
+    return float(obj[FLOAT]) if obj.keys() == {FLOAT} else obj
+
+
 def _write_atomically(target: Path, write: Callable) -> None:
-    """Call ``write(file)`` on a temporary file beside ``target``, sync it, and rename it to ``target``."""
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    """Call ``write(file)`` on a temporary file beside ``target``, sync it, rename it to ``target`` and sync the
+    folder; an ``OSError`` becomes ``CheckpointError`` naming ``target``, and the temporary file is deleted."""
+    temporary = None
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_temporaries(target)
+        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(temporary, target)
+        _sync_folder(target.parent)
     except BaseException as e:
-        Path(temporary).unlink(missing_ok=True)
+        if temporary is not None:
+            Path(temporary).unlink(missing_ok=True)
         if isinstance(e, OSError):
-            raise CheckpointError(f"cannot write {target}: {e}") from e
+            raise CheckpointError(f"cannot write the checkpoint {target}: {e}") from e
         raise
+
+
+def _remove_stale_temporaries(target: Path) -> None:
+    """Delete the temporary files that saves of ``target`` left behind when their process died mid-save."""
+    prefix = f".{target.name}."
+    with contextlib.suppress(OSError):
+        for entry in target.parent.iterdir():
+            pid = entry.name.removeprefix(prefix).split(".")[0]
+            if entry.name.startswith(prefix) and entry.name.endswith(".tmp") and pid.isdigit() and not _running(int(pid)):
+                entry.unlink(missing_ok=True)
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists. On Windows, assume not: it refuses to delete a file still open."""
+    if os.name == "nt":
+        return False
+    try:
+        os.kill(pid, 0)
+    except PermissionError:             # a process of another user
+        return True
+    except (OSError, OverflowError):
+        return False
+    return True
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (POSIX: Windows cannot open a folder)."""
+    if os.name == "nt":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -24,8 +24,9 @@ a batch N times larger than fits at once::
     optimizer.step(accumulator.grads, scale=1 / accumulator.count)
     accumulator.reset()
 
-``state_dict()`` holds the step count and every state array (momenta, moments) keyed by parameter name;
-the hyper-parameters are the constructor's arguments and ``config()`` lists them.
+The hyper-parameters are the constructor's arguments, checked as PyTorch checks them (``ValueError``), and
+``config()`` lists them. ``state_dict()`` holds them, the step count and every state array (momenta, moments)
+keyed by parameter name, and ``load_state_dict`` restores all of it, as PyTorch's restores its param_groups.
 
 Devices: everything happens where each parameter lives (``Parameter.device``), as in Chainer: its state arrays
 are allocated there (and follow it when it moves, ``Module.to``), and its update, the accumulation and clipping
@@ -74,18 +75,24 @@ kernels = SimpleNamespace(**{name: _on_its_device(name) for name in ("sgd", "ada
 class Optimizer:
     """The shared machinery: named parameters, per-parameter state arrays, the step count, checkpoints.
 
-    A subclass names its state arrays (``state_names``) and hyper-parameters (``hyperparameters``) and
-    defines ``update``, which applies one step to one parameter."""
+    A subclass names its hyper-parameters besides ``lr`` (``hyperparameters``), passes their values to
+    ``__init__`` (checked and kept as attributes), names the state arrays each parameter needs under given
+    settings (``state_names``), and defines ``update``, which applies one step to one parameter."""
 
     hyperparameters: tuple[str, ...] = ()
 
-    def __init__(self, params, lr: float, state_names: tuple[str, ...] = ()):
-        if lr < 0:
-            raise ValueError(f"learning rate must be >= 0, got {lr}")
+    def __init__(self, params, **settings):
+        settings = _checked(settings)
         self.named = _named_parameters(params)
-        self.lr = lr
+        for name, value in settings.items():
+            setattr(self, name, value)
         self.steps = 0
-        self.state = {key: [kernels.zeros_like(p.data) for _, p in self.named] for key in state_names}
+        self.state = {key: [kernels.zeros_like(p.data) for _, p in self.named] for key in self.state_names(settings)}
+
+    @staticmethod
+    def state_names(settings: dict) -> tuple[str, ...]:
+        """The state arrays that each parameter has under ``settings`` (the hyper-parameters)."""
+        return ()
 
     @property
     def names(self) -> list[str]:
@@ -121,36 +128,56 @@ class Optimizer:
 
     def config(self) -> dict:
         """The optimizer's type and hyper-parameters (JSON-able), for checkpoints and logs."""
-        return {"type": type(self).__name__, "lr": self.lr,
-                **{name: getattr(self, name) for name in self.hyperparameters}}
+        return {"type": type(self).__name__, **self._settings()}
+
+    def _settings(self) -> dict:
+        return {name: getattr(self, name) for name in ("lr", *self.hyperparameters)}
 
     def state_dict(self) -> dict[str, np.ndarray]:
-        """NumPy copies of the step count (``steps``) and the state arrays (``<state>/<parameter name>``),
-        wherever they live."""
-        state = {"steps": np.asarray(self.steps, np.int64)}
+        """NumPy copies of the hyper-parameters (``lr``, ``betas``, ...), the step count (``steps``) and the
+        state arrays (``<state>/<parameter name>``), wherever they live."""
+        state = {name: np.asarray(value) for name, value in self._settings().items()}
+        state["steps"] = np.asarray(self.steps, np.int64)
         for key, arrays in self.state.items():
             state.update({f"{key}/{name}": _host_copy(a) for (name, _), a in zip(self.named, arrays)})
         return state
 
-    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
-        """Restore ``state_dict()``'s content, each state array put where its parameter lives. Every key,
-        shape and dtype is checked first: differences raise ``CheckpointError`` listing them all and leave the
-        optimizer unchanged."""
-        own = {"steps": ((), np.dtype(np.int64))}
-        for key in self.state:
-            own.update({f"{key}/{name}": (p.shape, p.dtype) for name, p in self.named})
-        problems = [f"missing: {key}" for key in own if key not in state]
-        problems += [f"unexpected: {key}" for key in state if key not in own]
-        for key in own.keys() & state.keys():
-            value, (shape, dtype) = np.asarray(state[key]), own[key]
+    def check_state_dict(self, state: dict[str, np.ndarray]) -> dict:
+        """Raise ``CheckpointError`` listing every difference between ``state`` and what ``load_state_dict``
+        needs: each hyper-parameter, in its range; the step count; the state arrays that those settings call
+        for, with each parameter's shape and dtype; nothing else. Returns the hyper-parameters it holds."""
+        settings = self._settings()
+        problems = [f"missing: {name}" for name in settings if name not in state]
+        try:
+            settings.update(_checked({name: np.asarray(state[name]).tolist() for name in settings if name in state}))
+        except ValueError as e:
+            problems.append(str(e))
+        layout = {"steps": ((), np.dtype(np.int64))}
+        for key in self.state_names(settings):
+            layout.update({f"{key}/{name}": (p.shape, p.dtype) for name, p in self.named})
+        problems += [f"missing: {key}" for key in layout if key not in state]
+        problems += [f"unexpected: {key}" for key in state if key not in layout and key not in settings]
+        for key in layout.keys() & state.keys():
+            value, (shape, dtype) = np.asarray(state[key]), layout[key]
             if value.shape != shape or value.dtype != dtype:
                 problems.append(f"{key}: expected {shape} {dtype}, got {value.shape} {value.dtype}")
+        if not problems and state["steps"] < 0:
+            problems.append(f"steps: expected a count >= 0, got {int(state['steps'])}")
         if problems:
             raise CheckpointError("optimizer state does not fit the optimizer:\n  " + "\n  ".join(sorted(problems)))
-        self.steps = int(state["steps"])
-        for key, arrays in self.state.items():
-            for i, (name, p) in enumerate(self.named):
-                arrays[i] = get_device(p.device).put(np.array(state[f"{key}/{name}"], copy=True, order="C"))
+        return settings
+
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        """Restore ``state_dict()``'s content: the hyper-parameters (as PyTorch's ``load_state_dict`` restores
+        its param_groups: an SGD made with ``momentum=0`` gets the saved momentum and its buffers), the step count
+        and the state arrays, each put where its parameter lives. Everything is checked first
+        (``check_state_dict``): a difference raises ``CheckpointError`` and leaves the optimizer unchanged."""
+        settings = self.check_state_dict(state)
+        arrays = {key: [get_device(p.device).put(np.array(state[f"{key}/{name}"], copy=True, order="C"))
+                        for name, p in self.named] for key in self.state_names(settings)}
+        for name, value in settings.items():
+            setattr(self, name, value)
+        self.steps, self.state = int(state["steps"]), arrays
 
     def __repr__(self) -> str:
         settings = ", ".join(f"{k}={v!r}" for k, v in self.config().items() if k != "type")
@@ -164,10 +191,11 @@ class SGD(Optimizer):
     hyperparameters = ("momentum", "nesterov", "weight_decay")
 
     def __init__(self, params, lr: float, momentum: float = 0.0, nesterov: bool = False, weight_decay: float = 0.0):
-        if nesterov and not momentum:
-            raise ValueError("Nesterov momentum needs momentum > 0")
-        super().__init__(params, lr, ("momentum_buffer",) if momentum else ())
-        self.momentum, self.nesterov, self.weight_decay = momentum, nesterov, weight_decay
+        super().__init__(params, lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay)
+
+    @staticmethod
+    def state_names(settings):
+        return ("momentum_buffer",) if settings["momentum"] else ()
 
     def update(self, param, grad, state, scale):
         kernels.sgd(param, grad, state[0] if state else None, self.lr, self.momentum, self.weight_decay,
@@ -184,8 +212,11 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0):
-        super().__init__(params, lr, ("m", "v"))
-        self.betas, self.eps, self.weight_decay = tuple(betas), eps, weight_decay
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+
+    @staticmethod
+    def state_names(settings):
+        return ("m", "v")
 
     def update(self, param, grad, state, scale):
         m, v = state
@@ -201,6 +232,31 @@ class AdamW(Adam):
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.01):
         super().__init__(params, lr, betas, eps, weight_decay)
+
+
+def _checked(settings: dict) -> dict:
+    """``settings`` as the optimizers keep them — numbers as floats, ``betas`` a pair of floats, ``nesterov`` a
+    bool — or ValueError naming the first one out of range, as PyTorch checks them: lr, momentum, eps and
+    weight_decay finite and >= 0, each beta in [0, 1), Nesterov only with momentum > 0 (NaN is out of range)."""
+    checked = {}
+    for name, value in settings.items():
+        try:
+            if name == "nesterov":
+                valid, checked[name] = value in (True, False), bool(value)
+            elif name == "betas":
+                checked[name] = tuple(float(beta) for beta in value)
+                valid = len(checked[name]) == 2 and all(0 <= beta < 1 for beta in checked[name])
+            else:
+                checked[name] = float(value)
+                valid = 0 <= checked[name] < math.inf
+        except (TypeError, ValueError):
+            valid = False
+        if not valid:
+            rule = {"nesterov": "True or False", "betas": "two numbers in [0, 1)"}.get(name, "a finite number >= 0")
+            raise ValueError(f"{name} must be {rule}, got {value!r}")
+    if checked.get("nesterov") and not checked["momentum"]:
+        raise ValueError("Nesterov momentum needs momentum > 0")
+    return checked
 
 
 class GradientAccumulator:

@@ -26,15 +26,26 @@ Each step appends a JSON line to ``metrics_path`` (``kind`` "train": step, loss,
 examples or tokens per second, the loss_fn's other scalars; ``kind`` "eval": step and ``eval_fn``'s
 metrics) and passes the same record to every callback, ``callback(trainer, record)``; a callback may call
 ``trainer.request_stop()``. Every ``eval_every`` steps ``eval_fn(model)`` runs with the model in eval mode;
-early stopping ends the run after ``patience`` evaluations without improvement of ``monitor``. A tqdm bar
+early stopping ends the run after ``patience`` evaluations without improvement of ``monitor`` (a NaN never
+improves on anything; an infinite value is a value like any other). A tqdm bar
 shows loss, lr and throughput when stderr is a terminal (``progress=None``), always (True) or never
 (False); otherwise the trainer only logs (``logging``), it never prints. Every ``checkpoint_every``
 steps, after the evaluation, the checkpoint at ``checkpoint_path`` is replaced (atomically).
+
+A diverging run (a loss or gradient norm that is NaN or infinite, e.g. from too large a learning rate) is
+handled as ``on_nonfinite`` says; the step's record is logged with its loss and norm in every case:
+"continue" (the default, as a PyTorch loop does): apply the update anyway and go on; the parameters usually
+become NaN, evaluations then never improve and early stopping, if any, ends the run. A warning is logged at
+the first such step of each ``fit``. "skip": leave the parameters and the optimizer's state as they are and
+go on with the next batch (the step still counts, and a warning is logged each time): one bad batch
+cannot ruin the model. "raise": stop with ``NonFiniteError`` before the update, leaving the model, the
+optimizer and ``step`` as after the last good step (so that ``save`` writes a usable checkpoint).
 """
 from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -45,10 +56,10 @@ from tqdm.auto import tqdm
 from ..core.api import trace
 from ..core.executor import get_device
 from ..core.tracing import Input
-from ..errors import AttnGraphError, CheckpointError
+from ..errors import AttnGraphError, CheckpointError, NonFiniteError
 from . import checkpoint
 from .optim import GradientAccumulator, Optimizer, clip_factor, global_norm
-from .schedules import Schedule
+from .schedules import Schedule, from_config
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +74,8 @@ class Trainer:
     stopping. callbacks: ``callback(trainer, record)``. metrics_path: the JSONL file. checkpoint_every,
     checkpoint_path: periodic checkpoints. tokens(batch): its token count, to report tokens rather than
     examples per second. seed: of batches and dropout. progress: the tqdm bar (None: when stderr is a
-    terminal). model_info: the model's name and config, stored in checkpoints.
+    terminal). model_info: the model's name and config, stored in checkpoints. on_nonfinite: "continue",
+    "skip" or "raise", what a step with a NaN or infinite loss or gradient norm does (module docstring).
     """
 
     def __init__(self, model, loss_fn: Callable, optimizer: Optimizer, *, schedule: Schedule | None = None,
@@ -72,7 +84,7 @@ class Trainer:
                  monitor: str = "val_loss", mode: str = "min", patience: int | None = None,
                  callbacks: Sequence[Callable] = (), metrics_path=None, checkpoint_every: int | None = None,
                  checkpoint_path=None, tokens: Callable | None = None, seed: int = 0,
-                 progress: bool | None = None, model_info: dict | None = None):
+                 progress: bool | None = None, model_info: dict | None = None, on_nonfinite: str = "continue"):
         if accumulate < 1:
             raise ValueError(f"accumulate must be >= 1, got {accumulate}")
         if mode not in ("min", "max"):
@@ -81,6 +93,8 @@ class Trainer:
             raise ValueError("eval_every and patience need an eval_fn")
         if (checkpoint_every is None) != (checkpoint_path is None):
             raise ValueError("checkpoint_every and checkpoint_path go together")
+        if on_nonfinite not in ("continue", "skip", "raise"):
+            raise ValueError(f"on_nonfinite must be 'continue', 'skip' or 'raise', got {on_nonfinite!r}")
         self._to_host = get_device(device).get
         self.model, self.loss_fn, self.optimizer, self.schedule = model.to(device), loss_fn, optimizer, schedule
         self.inputs, self.device, self.clip, self.accumulate = inputs, device, clip, accumulate
@@ -89,11 +103,12 @@ class Trainer:
         self.callbacks, self.tokens, self.seed, self.progress = list(callbacks), tokens, seed, progress
         self.metrics_path = None if metrics_path is None else Path(metrics_path)
         self.checkpoint_every, self.checkpoint_path = checkpoint_every, checkpoint_path
-        self.model_info = model_info
+        self.model_info, self.on_nonfinite = model_info, on_nonfinite
         self.history: list[dict] = []
         self.best: dict | None = None          # {"step", "value"} of the best evaluation of `monitor`
         self.evals_without_improvement = 0
         self._stop = False
+        self._warned_nonfinite = False         # "continue" warns once per fit
         self._executable = None
         self._metrics: list[str] = []          # names of the loss_fn's other scalars: outputs 1, 2, ...
         self._slots: list[int | None] = []     # per optimizer parameter: its gradient's output index
@@ -110,13 +125,15 @@ class Trainer:
     def fit(self, batches: Callable[[np.random.Generator], dict], steps: int) -> list[dict]:
         """Train until ``steps`` optimizer steps have been taken in all (a resumed run continues from its
         step), or early stopping or a callback ends it; returns the records of this call."""
-        self._stop, start = False, len(self.history)
+        self._stop, self._warned_nonfinite, start = False, False, len(self.history)
         bar = tqdm(total=steps, initial=self.step, unit="step", dynamic_ncols=True,
                    disable=None if self.progress is None else not self.progress)
         with bar:
             while self.step < steps and not self._stop:
-                record = self._train_step(batches)
+                record, finite = self._train_step(batches)
                 self._emit(record)
+                if not finite:
+                    self._report_nonfinite(record)
                 bar.update(1)
                 bar.set_postfix(loss=f"{record['loss']:.4f}", lr=f"{record['lr']:.3g}",
                                 **{k.removesuffix("_per_second") + "/s": f"{v:.0f}" for k, v in record.items()
@@ -152,18 +169,19 @@ class Trainer:
         return checkpoint.save(path, self.model, self.optimizer, state)
 
     def load(self, path) -> dict:
-        """Restore a checkpoint written by ``save`` into the model, the optimizer and this trainer."""
+        """Restore a checkpoint written by ``save``: the model, the optimizer (its state and hyper-parameters,
+        as PyTorch's ``load_state_dict`` does), the schedule, the seed and early stopping; returns its
+        metadata. Everything is checked before anything changes: a checkpoint that does not fit raises
+        ``CheckpointError`` and leaves this trainer, its model, optimizer and schedule as they were."""
         saved = checkpoint.read(path)
-        meta = saved.metadata
-        if not isinstance(meta.get("rng"), dict) or not isinstance(meta.get("early_stopping"), dict):
-            raise CheckpointError(f"{path} holds no trainer state; load it with attngraph.train.checkpoint.load")
+        seed, schedule, stopping = _trainer_state(saved, path)
         checkpoint.restore(saved, self.model, self.optimizer)
-        self.seed = meta["rng"]["seed"]
-        self.best = meta["early_stopping"]["best"]
-        self.evals_without_improvement = meta["early_stopping"]["evals_without_improvement"]
-        return meta
+        self.seed, self.schedule = seed, schedule
+        self.best, self.evals_without_improvement = stopping["best"], stopping["evals_without_improvement"]
+        return saved.metadata
 
-    def _train_step(self, batches) -> dict:
+    def _train_step(self, batches) -> tuple[dict, bool]:
+        """One optimizer step: its record, and whether its loss and gradient norm are finite."""
         t = self.step + 1
         if self.schedule is not None:
             self.optimizer.lr = self.schedule(t)
@@ -179,13 +197,30 @@ class Trainer:
                 extras[name] = extras.get(name, 0.0) + value / self.accumulate
             accumulator.add([None if i is None else outputs[i] for i in self._slots])
             count += self.tokens(batch) if self.tokens else len(next(iter(batch.values())))
-        norm = global_norm(accumulator.grads) / self.accumulate
-        factor = clip_factor(norm, self.clip) if self.clip is not None else 1.0
-        self.optimizer.step(accumulator.grads, scale=factor / self.accumulate)
+        loss, norm = float(np.mean(losses)), global_norm(accumulator.grads) / self.accumulate
+        finite = math.isfinite(loss) and math.isfinite(norm)
+        if finite or self.on_nonfinite == "continue":
+            factor = clip_factor(norm, self.clip) if self.clip is not None else 1.0
+            self.optimizer.step(accumulator.grads, scale=factor / self.accumulate)
+        elif self.on_nonfinite == "skip":
+            self.optimizer.step([None] * len(self.optimizer.named))        # the step counts; nothing changes
         seconds = time.perf_counter() - started
         unit = "tokens" if self.tokens else "examples"
-        return {"kind": "train", "step": t, "loss": float(np.mean(losses)), "lr": self.optimizer.lr,
-                "grad_norm": norm, **extras, "seconds": seconds, f"{unit}_per_second": count / seconds}
+        return {"kind": "train", "step": t, "loss": loss, "lr": self.optimizer.lr, "grad_norm": norm, **extras,
+                "seconds": seconds, f"{unit}_per_second": count / seconds}, finite
+
+    def _report_nonfinite(self, record: dict) -> None:
+        what = f"step {record['step']}: the loss is {record['loss']} and the gradient norm {record['grad_norm']}"
+        advice = "lower the learning rate, clip the gradients (clip=...) or look for bad values in the batch"
+        if self.on_nonfinite == "raise":
+            raise NonFiniteError(f"{what}; the model and the optimizer are as after step {self.step} "
+                                 f"(on_nonfinite='raise'): {advice}")
+        if self.on_nonfinite == "skip":
+            logger.warning("%s: update skipped (on_nonfinite='skip')", what)
+        elif not self._warned_nonfinite:
+            self._warned_nonfinite = True
+            logger.warning("%s; training goes on (on_nonfinite='continue'; further such steps are not reported): %s",
+                           what, advice)
 
     def _run(self, batch: dict, dropout_seed: np.random.SeedSequence) -> tuple:
         if self._executable is None:
@@ -223,7 +258,8 @@ class Trainer:
             raise AttnGraphError(f"early stopping monitors {self.monitor!r}, which eval_fn did not return "
                                  f"(it returned {sorted(metrics)})")
         value = metrics[self.monitor]
-        better = self.best is None or (value < self.best["value"] if self.mode == "min" else value > self.best["value"])
+        better = not math.isnan(value) and (self.best is None or (
+            value < self.best["value"] if self.mode == "min" else value > self.best["value"]))
         if better:
             self.best, self.evals_without_improvement = {"step": self.step, "value": value}, 0
         else:
@@ -241,3 +277,36 @@ class Trainer:
                 f.write(json.dumps(record) + "\n")
         for callback in self.callbacks:
             callback(self, record)
+
+
+def _trainer_state(saved: checkpoint.Checkpoint, path) -> tuple[int, Schedule | None, dict]:
+    """The seed, schedule and early-stopping state that ``Trainer.save`` wrote in ``saved``'s metadata, each
+    checked: ``CheckpointError`` names every field that is missing or malformed."""
+    meta = saved.metadata
+    rng, stopping = meta.get("rng"), meta.get("early_stopping")
+    if not isinstance(rng, dict) or not isinstance(stopping, dict):
+        raise CheckpointError(f"{path} holds no trainer state; load it with attngraph.train.checkpoint.load")
+    seed, best, schedule = rng.get("seed"), stopping.get("best"), meta.get("schedule")
+    problems = [] if _is_count(seed) else [f"rng seed {seed!r} is not an integer >= 0"]
+    if not _is_count(stopping.get("evals_without_improvement")):
+        problems.append(f"early_stopping evals_without_improvement {stopping.get('evals_without_improvement')!r} "
+                        "is not an integer >= 0")
+    if best is not None and not (isinstance(best, dict) and best.keys() == {"step", "value"} and _is_count(best["step"])
+                                 and isinstance(best["value"], (int, float)) and not math.isnan(best["value"])):
+        problems.append(f"early_stopping best {best!r} is not null or {{'step': count, 'value': number}}")
+    steps = np.asarray(saved.optimizer.get("steps")).tolist()
+    if not _is_count(steps):
+        problems.append(f"the optimizer's step count {steps!r} is not an integer >= 0")
+    elif meta.get("step") != steps:
+        problems.append(f"step {meta.get('step')!r} is not the optimizer's step count {steps}")
+    try:
+        schedule = None if schedule is None else from_config(schedule)
+    except (TypeError, ValueError) as e:
+        problems.append(f"schedule {schedule!r}: {e}")
+    if problems:
+        raise CheckpointError(f"{path} holds a damaged trainer state: " + "; ".join(problems))
+    return seed, schedule, stopping
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -61,9 +61,10 @@ def test_state_dict_round_trip_continues_exactly(rng):
     for g in grads[:2]:
         first.step(g)
     state = first.state_dict()
-    assert sorted(state) == ["m/w", "steps", "v/w"] and int(state["steps"]) == 2
-    second = AdamW([("w", b)], lr=0.1)
-    second.load_state_dict(state)
+    assert sorted(state) == ["betas", "eps", "lr", "m/w", "steps", "v/w", "weight_decay"] and int(state["steps"]) == 2
+    second = AdamW([("w", b)], lr=5.0, betas=(0.5, 0.5), eps=1.0, weight_decay=0.0)
+    second.load_state_dict(state)           # the hyper-parameters too, as PyTorch restores its param_groups
+    assert second.config() == first.config()
     for g in grads[2:]:
         second.step(g)
     np.testing.assert_array_equal(a.data, b.data)
@@ -77,7 +78,7 @@ def test_load_state_dict_lists_every_difference_and_changes_nothing():
     with pytest.raises(ag.CheckpointError) as error:
         optimizer.load_state_dict(bad)
     message = str(error.value)
-    assert "missing: v/w" in message and "unexpected: momentum_buffer/w" in message
+    assert "missing: v/w" in message and "unexpected: momentum_buffer/w" in message and "missing: lr" in message
     assert "m/w: expected (2,) float32, got (3,) float32" in message
     assert optimizer.steps == 0
     for key, value in optimizer.state_dict().items():
