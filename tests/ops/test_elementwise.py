@@ -115,3 +115,16 @@ def test_ieee_edges(dtype):
         np.testing.assert_array_equal(ew.sigmoid(np.array([-1e4, 1e4], dtype)), [0, 1])
         np.testing.assert_array_equal(ew.gelu_erf(np.array([-1e4, 1e4], dtype)), [0, 1e4])
         np.testing.assert_array_equal(ew.gelu_tanh(np.array([-50, 50], dtype)), [0, 50])
+
+
+@pytest.mark.parametrize("int_dtype", [np.int8, np.int32, np.uint8, np.bool_], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "maximum", "minimum", "neg"])
+def test_integer_and_bool_results_keep_their_dtype(name, int_dtype):
+    """The inputs' dtype, wrapping around in it as NumPy does, not Numba's widening to int64 (for bool, add is
+    or and mul is and)."""
+    a, b = np.array([0, 1, 1, 120], int_dtype), np.array([1, 1, 0, 100], int_dtype)
+    args = (a,) if name == "neg" else (a, b)
+    numpy_name = {"sub": "subtract", "mul": "multiply", "neg": "negative"}.get(name, name)
+    y = getattr(ew, name)(*args)
+    assert y.dtype == int_dtype
+    np.testing.assert_array_equal(y, getattr(np, numpy_name)(*(x.astype(np.int64) for x in args)).astype(int_dtype))

@@ -61,3 +61,16 @@ def test_max_propagates_nan(axes, dtype):
 def test_non_contiguous_input(rng):
     x = rng.standard_normal((6, 5)).T
     np.testing.assert_allclose(reduce.sum(x, (1,), False), x.sum(1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("axes", [(0,), (1,), (0, 1), ()], ids=str)
+@pytest.mark.parametrize("int_dtype", [np.int8, np.int32, np.uint8, np.bool_], ids=lambda d: np.dtype(d).name)
+def test_integers_and_bools(int_dtype, axes):
+    """max keeps the dtype (the extremes included); sums are int64, as torch.sum and np.sum on 64-bit Linux."""
+    x = np.array([[0, 1, 5], [3, 2, 1]], int_dtype)
+    if int_dtype != np.bool_:
+        x[0, 0], x[1, 2] = np.iinfo(int_dtype).min, np.iinfo(int_dtype).max
+    m, s = reduce.max(x, axes, False), reduce.sum(x, axes, False)
+    assert m.dtype == int_dtype and s.dtype == np.int64
+    np.testing.assert_array_equal(m, x.max(axis=axes) if axes else x)
+    np.testing.assert_array_equal(s, x.sum(axis=axes, dtype=np.int64))
