@@ -15,14 +15,14 @@ FAMILIES = {
     "loss": ("#fcbba1", "cross_entropy cross_entropy_grad"),
     "reduction": ("#dadaeb", "sum max size"),
     "random": ("#d0ece7", "dropout"),
-    "arithmetic": ("#f0f0f0", "add sub mul div neg pow maximum where"),
+    "arithmetic": ("#f0f0f0", "add sub mul div neg pow maximum minimum where"),
     "data movement": ("#ffffff", ("reshape transpose broadcast_to getitem scatter_slice concat gather scatter_add "
                                   "astype stop_gradient")),
     "masks & positions": ("#f2f0f7", ("equal not_equal less less_equal greater greater_equal logical_and "
                                       "logical_or logical_not arange relative_distance")),
 }
 FAMILY_OF = {op: family for family, (_, ops) in FAMILIES.items() for op in ops.split()}
-COMMUTATIVE = {"add", "mul", "maximum", "equal", "not_equal", "logical_and", "logical_or"}
+COMMUTATIVE = {"add", "mul", "maximum", "minimum", "equal", "not_equal", "logical_and", "logical_or"}
 
 BORDER = "#666666"
 BACKWARD = "#b2182b"
