@@ -19,6 +19,15 @@ them bit for bit from Q and K and needs neither the log-sum-exp nor a second out
 Memory is that buffer and a transposed copy of one head's K (and V) per thread, plus the O(N·T·d)
 inputs and outputs; causal tiles skip the key chunks past their last query's diagonal.
 
+NaN and Inf, as in PyTorch's softmax, per query: a NaN or +inf among the scores a query sees makes its
+output row NaN, and every gradient through its probabilities. Its m is then NaN (``mathfn.softmax_shift``),
+so is every E entry it sees while those it does not see stay 0, and its 1/l and D are taken as 0: the NaN
+travels in E alone, and the keys it does not see get nothing from it. A masked-out score changes nothing,
+whatever its value (PyTorch's composed attention turns a NaN there into a NaN row). A NaN in q, k or v
+itself still reaches, through the products, gradients of keys and queries that do not see it, and a NaN in
+v outputs of queries that do not see it, as 0 · NaN = NaN (PyTorch's too). The kernels use
+``mathfn.FASTMATH``, which keeps IEEE NaN and Inf: under fastmath=True a NaN score could vanish.
+
 Products go through BLAS (np.dot inside numba) one chunk at a time: BQ·BK·max(d, dv) ≤ 2**18
 multiply-adds keeps OpenBLAS on the calling thread, so threads share the tiles (forward: the (n, tile)
 pairs; backward: the n, each thread owning its dK and dV) without oversubscribing the cores. The
@@ -115,7 +124,7 @@ def _chunks_transposed(x, bk, out):
                 out[c, j * w + i] = x[j0 + i, j]
 
 
-@njit(fastmath=True, cache=True)
+@njit(fastmath=mathfn.FASTMATH, cache=True)
 def _add(total, part):
     """total += part, for 2-D arrays of one shape"""
     for i in range(part.shape[0]):
@@ -123,13 +132,14 @@ def _add(total, part):
             total[i, j] += part[i, j]
 
 
-@njit(fastmath=True, cache=True)
+@njit(fastmath=mathfn.FASTMATH, cache=True)
 def _exponentials(q, kt, end, first, tq, tk, allowed_rows, allowed_index, causal, scale, lowest, bk, e, inverse):
     """The unnormalized softmax of the query tile q (rows × d) — queries first, first + 1, ... of tq — over
     the chunks of the tk keys, given transposed (``_chunks_transposed``), that hold its first ``end`` keys:
     e = exp(scale · (q kᵀ − row max)), 0 where a key takes no part, written chunk by chunk (e[c, :rows · w]
     is the rows × w block of keys c·bk ≤ j < c·bk + w, w = min(bk, tk − c·bk)), and inverse = 1 / rowsum(e)
-    (0 for a row with no key). Returns the number of chunks."""
+    (0 for a row with no key, and for a NaN row, whose e is NaN where it sees a key). Returns the number of
+    chunks."""
     rows, d = q.shape
     chunks = (end + bk - 1) // bk
     zero = e.dtype.type(0)
@@ -153,7 +163,7 @@ def _exponentials(q, kt, end, first, tq, tk, allowed_rows, allowed_index, causal
         s = e[c, :rows * w].reshape((rows, w))
         for r in range(rows):
             allowed, stop = allowed_rows[allowed_index[r]][j0:], min(w, _key_end(first + r, tq, tk, causal) - j0)
-            row_max, total = m[r], zero
+            row_max, total = mathfn.softmax_shift(m[r]), zero
             for j in range(max(stop, 0)):
                 x = mathfn.exp((s[r, j] - row_max) * scale) if allowed[j] else zero
                 s[r, j] = x
@@ -175,7 +185,7 @@ def _all_chunks_transposed(k, bk):
     return out
 
 
-@njit(nogil=True, fastmath=True, cache=True)
+@njit(nogil=True, fastmath=mathfn.FASTMATH, cache=True)
 def _forward_tiles(start, stop, q, kt, v, o, allowed_rows, allowed_index, causal, scale, bk, lowest):
     """o[n, i] = Σ_j e[n, i, j] v[n, j] / Σ_j e[n, i, j] for the (n, query tile) pairs start ≤ t < stop"""
     tq, tk, dv = q.shape[1], v.shape[1], v.shape[2]
@@ -200,13 +210,14 @@ def _forward_tiles(start, stop, q, kt, v, o, allowed_rows, allowed_index, causal
                 o[n, i0 + r, f] *= inverse[r]
 
 
-@njit(nogil=True, fastmath=True, cache=True)
+@njit(nogil=True, fastmath=mathfn.FASTMATH, cache=True)
 def _backward_heads(start, stop, q, k, v, g, o, dq, dk, dv, allowed_rows, allowed_index, causal, scale, bk,
                     lowest):
     """dq, dk, dv (zeros on entry) += the gradients for the pairs start ≤ n < stop. With P = e / l:
     dV += eᵀ (dO / l) and dS = (scale / l) · e ∘ (dO Vᵀ − D)."""
     tq, d = q.shape[1:]
     tk, dvalue = k.shape[1], v.shape[2]
+    zero = q.dtype.type(0)
     e = np.empty(((tk + bk - 1) // bk, _BQ * bk), q.dtype)
     ds = np.empty(_BQ * bk, q.dtype)
     dq_part, dk_part, dv_part = np.empty((_BQ, d), q.dtype), np.empty((bk, d), q.dtype), np.empty((bk, dvalue), q.dtype)
@@ -223,11 +234,11 @@ def _backward_heads(start, stop, q, k, v, g, o, dq, dk, dv, allowed_rows, allowe
             chunks = _exponentials(q[n, i0:i1], kt, end, i0, tq, tk, allowed_rows,
                                    allowed_index[n * tq + i0:n * tq + i1], causal, scale, lowest, bk, e, inverse)
             for r in range(rows):
-                total = q.dtype.type(0)
+                total = zero
                 for f in range(dvalue):
                     total += g[n, i0 + r, f] * o[n, i0 + r, f]
                     g_scaled[r, f] = g[n, i0 + r, f] * inverse[r]
-                delta[r] = total
+                delta[r] = total if inverse[r] != zero else zero        # a NaN row's NaN is in e
             for c in range(chunks):
                 j0 = c * bk
                 w = min(bk, tk - j0)

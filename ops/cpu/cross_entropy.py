@@ -6,6 +6,12 @@
 n counts the kept rows (targets != ignore_index); with none kept the loss is 0 and so is the gradient,
 never NaN. A target outside [0, C) that is not ignore_index raises IndexError: the kernels report the
 last such row (rows are shared out among threads) and the Python wrapper raises.
+
+NaN and Inf, as in PyTorch: a kept row holding a NaN or +inf logit makes the loss NaN and its own row of
+dlogits NaN (its log-sum-exp is NaN, ``mathfn.softmax_shift``); a target logit of -inf makes the loss +inf.
+An ignored row is never read, whatever it holds: it adds nothing to the loss and gets gradient 0, where
+PyTorch's gradient of a NaN ignored row is NaN (its log_softmax backward multiplies the NaN by 0). The
+kernels use ``mathfn.FASTMATH``, which keeps IEEE NaN and Inf.
 """
 import math
 
@@ -58,17 +64,18 @@ def _status(t, num_classes, ignore, use_ignore):
     return _KEPT if 0 <= t < num_classes else _OUT_OF_RANGE
 
 
-@njit(fastmath=True, cache=True)
-def _max(x):
+@njit(fastmath=mathfn.FASTMATH, cache=True)
+def _shift(x):
+    """The max of x, or NaN if x holds a NaN or +inf."""
     m = x[0]
     for j in range(x.size):
         m = mathfn.maximum(m, x[j])
-    return m
+    return mathfn.softmax_shift(m)
 
 
-@njit(fastmath=True, cache=True)
+@njit(fastmath=mathfn.FASTMATH, cache=True)
 def _logsumexp(x):
-    m = _max(x)
+    m = _shift(x)
     s = x.dtype.type(0)
     for j in range(x.size):
         s += mathfn.exp(x[j] - m)
@@ -89,7 +96,7 @@ def _cross_entropy_rows(logits, targets, ignore, use_ignore):
     return total, kept, bad_row
 
 
-@parallel_kernel(fastmath=True)
+@parallel_kernel(fastmath=mathfn.FASTMATH)
 def _cross_entropy_backward_rows(logits, targets, ignore, use_ignore, scale):
     """(dlogits, last bad row or -1)"""
     N, C = logits.shape
@@ -98,7 +105,7 @@ def _cross_entropy_backward_rows(logits, targets, ignore, use_ignore, scale):
     for r in prange(N):
         status = _status(targets[r], C, ignore, use_ignore)
         if status == _KEPT:
-            m, s = _max(logits[r]), logits.dtype.type(0)
+            m, s = _shift(logits[r]), logits.dtype.type(0)
             for j in range(C):
                 dlogits[r, j] = mathfn.exp(logits[r, j] - m)
                 s += dlogits[r, j]

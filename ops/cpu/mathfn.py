@@ -9,9 +9,9 @@ Call these from @njit or @vectorize code; numba inlines the variant that matches
   a compare and select does not.
 Called from Python, each function is its accurate definition.
 
-The float32 code has no inf or NaN constants and no NaN-losing clamps: it is safe under fastmath, and NaN
-inputs give NaN outside fastmath. Numba's cache does not notice edits here from the kernels that inline
-these functions; ops/cpu/__init__.py clears the cache when this file changes.
+The float32 code has no inf or NaN constants and no NaN-losing clamps: NaN inputs give NaN, under
+``FASTMATH`` too. Numba's cache does not notice edits here from the kernels that inline these functions;
+ops/cpu/__init__.py clears the cache when this file changes.
 """
 import math
 
@@ -22,6 +22,12 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 f32 = np.float32
+
+# The fast-math flags of the kernels that must keep IEEE NaN and Inf: fastmath=True adds nnan and ninf, under
+# which LLVM may take any NaN or Inf for poison (fold isnan to False, a maximum to maxnum, x - x to 0). reassoc
+# alone lets the reductions vectorize; measured on softmax, layer norm, cross-entropy and attention, these
+# flags run at the speed of fastmath=True. (A set: numba takes no other collection.)
+FASTMATH = {"reassoc", "contract", "arcp", "nsz", "afn"}
 
 
 def exp(x):
@@ -57,30 +63,46 @@ def gelu_tanh(x):
 def gelu_tanh_derivative(x):
     """d/dx gelu_tanh(x) = s + x u' s (1 − s) with s = σ(2u), u' = 2√(2/π) (1 + 3 · 0.044715 x²), and
     1 − s = e s for e = e^(−2u): no cancellation where s rounds to 1 (at x = 60 the x³ in u' magnified it to
-    3e-3)."""
+    3e-3). 0 and 1 beyond the cut on either side, where x³ may overflow."""
     t = type(x)
     minus_two_u = t(-2 * _SQRT_2_OVER_PI) * (x + t(0.044715) * x * x * x)
     e = exp(min(minus_two_u, t(_GELU_CUT)))
     s = t(1) / (t(1) + e)
     grad = s + x * e * s * s * t(2 * _SQRT_2_OVER_PI) * (t(1) + t(3 * 0.044715) * x * x)
-    return t(0) if minus_two_u > _GELU_CUT else grad
+    return t(0) if minus_two_u > _GELU_CUT else (t(1) if minus_two_u < -_GELU_CUT else grad)
 
 
-# Beyond −2u = 40 (x < −7.2) GELU and its derivative are below 3e-16 and taken as 0: e^(−2u) never exceeds
-# e^40, so no product overflows, in whatever order fastmath multiplies, for |x| < 1e6.
+# Beyond −2u = 40 (x < −7.35) GELU and its derivative are below 5e-16 and taken as 0: e^(−2u) never exceeds
+# e^40, so no product overflows, in whatever order fastmath multiplies, for |x| < 1e6. Beyond −2u = −40 the
+# derivative is 1 to within 1e-15.
 _GELU_CUT = 40.0
 
 
 def gelu_erf(x):
-    """The exact GELU x Φ(x) = 0.5 x (1 + erf(x / √2))."""
+    """The exact GELU x Φ(x) = 0.5 x (1 + erf(x / √2)), taken as 0 below −_GELU_ERF_CUT."""
     t = type(x)
-    return t(0.5) * x * (t(1) + erf(x * t(_SQRT_HALF)))
+    y = t(0.5) * x * (t(1) + erf(x * t(_SQRT_HALF)))
+    return t(0) if x < -_GELU_ERF_CUT else y
 
 
 def gelu_erf_derivative(x):
-    """d/dx gelu_erf(x) = Φ(x) + x φ(x) = 0.5 (1 + erf(x / √2)) + x e^(−x²/2) / √(2π)."""
+    """d/dx gelu_erf(x) = Φ(x) + x φ(x) = 0.5 (1 + erf(x / √2)) + x e^(−x²/2) / √(2π), taken as 0 below
+    −_GELU_ERF_CUT and 1 above it."""
     t = type(x)
-    return t(0.5) * (t(1) + erf(x * t(_SQRT_HALF))) + x * exp(t(-0.5) * x * x) * t(_INV_SQRT_2PI)
+    grad = t(0.5) * (t(1) + erf(x * t(_SQRT_HALF))) + x * exp(t(-0.5) * x * x) * t(_INV_SQRT_2PI)
+    return t(0) if x < -_GELU_ERF_CUT else (t(1) if x > _GELU_ERF_CUT else grad)
+
+
+# Beyond |x| = 10 the exact GELU differs from 0 (x < 0) or x, and its derivative from 0 or 1, by less than
+# 1e-21. Without the cut, float32 x² / 2 passed exp's clamp at −104 (|x| > 14.4) and the clamped exponential,
+# a denormal, times x made garbage (a derivative of −3e-16 at x = −1e30); x² overflows from |x| = 1.8e19.
+_GELU_ERF_CUT = 10.0
+
+
+def softmax_shift(x):
+    """The shift of a softmax row whose largest score is x: x, or NaN when x is NaN or +inf, so that every
+    e^(score − shift) of the row is NaN — PyTorch's softmax of a row holding a NaN or +inf is NaN throughout."""
+    return x if x < math.inf else type(x)(math.nan)
 
 
 _SQRT_HALF, _SQRT_2_OVER_PI, _INV_SQRT_2PI = math.sqrt(0.5), math.sqrt(2 / math.pi), 1 / math.sqrt(2 * math.pi)
@@ -199,12 +221,14 @@ def _register(accurate, fast_f32):
 _register(exp, _exp_f32)
 _register(tanh, _tanh_f32)
 _register(erf, _erf_f32)
+
+
 def _register_composite(fn):
     """Compile ``fn`` as written: one definition, whose exp, tanh and erf calls get specialized."""
     overload(fn, inline="always")(lambda x: fn)
 
 
-for _composite in (sigmoid, gelu_tanh, gelu_tanh_derivative, gelu_erf, gelu_erf_derivative):
+for _composite in (sigmoid, gelu_tanh, gelu_tanh_derivative, gelu_erf, gelu_erf_derivative, softmax_shift):
     _register_composite(_composite)
 
 

@@ -6,9 +6,14 @@ decoding works. Entries that take no part, and every entry of a row where none d
 the output (for log_softmax too: they have no log-probability, and 0 keeps them finite) and get gradient
 0; never NaN. (Scores of -inf, an additive mask, also give 0 and no NaN, but take masks as booleans.)
 
+NaN and Inf propagate as in PyTorch, confined to the entries taking part: a NaN or +inf among them makes
+every one of them NaN, forward and backward (the row's shift m is then NaN, ``mathfn.softmax_shift``),
+while a masked-out score, whatever its value, changes nothing. The kernels use ``mathfn.FASTMATH``, which
+keeps IEEE NaN and Inf (``fastmath=True`` let the max drop a NaN and the row become finite).
+
   softmax:     y_j = e^(x_j - m) / sum_k e^(x_k - m),  m = max of the x_k taking part
   log_softmax: y_j = x_j - m - log sum_k e^(x_k - m)
-  backward:    softmax: dx = y (g - sum_k g_k y_k);  log_softmax: dx = g - e^y sum_k g_k
+  backward:    softmax: dx = y (g - sum_k g_k y_k), 0 where y = 0;  log_softmax: dx = g - e^y sum_k g_k
 
 x is viewed as rows (R, T) that threads share out. The mask is kept as its distinct rows (Rm, T) plus,
 per row of x, the index of its mask row: a (B, 1, 1, T) padding mask costs R indices, not R*T bytes. The
@@ -32,7 +37,8 @@ def softmax(x, mask=None, causal=False):
 
 
 def softmax_backward(g, y):
-    """dx = y (g - sum(g y)) over the last axis, from softmax's output y (0 where y is 0)."""
+    """dx = y (g - sum(g y)) over the last axis, from softmax's output y; exactly 0 where y is 0 (masked
+    entries), also when the row's sum is NaN."""
     return _softmax_backward_rows(rows(g), rows(y)).reshape(np.shape(y))
 
 
@@ -62,15 +68,16 @@ def _causal_end(r, t, causal, tq):
     return min(max(r % tq + t - tq + 1, 0), t) if causal else t
 
 
-@njit(fastmath=True, cache=True)
+@njit(fastmath=mathfn.FASTMATH, cache=True)
 def _shifted_exps(e, x, allowed, end, lowest):
     """e[j] = e^(x[j] - m) for the j < end with allowed[j] and 0 for the other j < end, where m is the max of
-    those x[j] (lowest if there are none); returns m and the sum of e[:end]. The prologue of both forward
-    kernels: softmax keeps e, log_softmax only m and the sum."""
+    those x[j] (lowest if there are none; NaN if it is NaN or +inf); returns m and the sum of e[:end]. The
+    prologue of both forward kernels: softmax keeps e, log_softmax only m and the sum."""
     zero = x.dtype.type(0)
     m = lowest
     for j in range(end):
         m = mathfn.maximum(m, x[j] if allowed[j] else lowest)
+    m = mathfn.softmax_shift(m)
     s = zero
     for j in range(end):
         e[j] = mathfn.exp(x[j] - m) if allowed[j] else zero
@@ -78,7 +85,7 @@ def _shifted_exps(e, x, allowed, end, lowest):
     return m, s
 
 
-@parallel_kernel(fastmath=True)
+@parallel_kernel(fastmath=mathfn.FASTMATH)
 def _softmax_rows(x, mask_rows, mask_index, causal, tq, lowest):
     R, T = x.shape
     zero = x.dtype.type(0)
@@ -86,26 +93,28 @@ def _softmax_rows(x, mask_rows, mask_index, causal, tq, lowest):
     for r in prange(R):
         allowed, end = mask_rows[mask_index[r]], _causal_end(r, T, causal, tq)
         _, s = _shifted_exps(y[r], x[r], allowed, end, lowest)
-        scale = x.dtype.type(1) / s if s > zero else zero       # s >= 1 unless nothing takes part
+        # s >= 1, or 0 when nothing takes part, or NaN: then e is NaN where allowed, 0 elsewhere, as is e * 0
+        scale = x.dtype.type(1) / s if s > zero else zero
         for j in range(end):
             y[r, j] *= scale
         y[r, end:] = zero
     return y
 
 
-@parallel_kernel(fastmath=True)
+@parallel_kernel(fastmath=mathfn.FASTMATH)
 def _softmax_backward_rows(g, y):
     dx = np.empty_like(y)
     for r in prange(y.shape[0]):
-        d = y.dtype.type(0)
-        for j in range(y.shape[1]):
+        zero = y.dtype.type(0)
+        d = zero
+        for j in range(y.shape[1]):     # a select here would cost a third of the kernel
             d += g[r, j] * y[r, j]
         for j in range(y.shape[1]):
-            dx[r, j] = y[r, j] * (g[r, j] - d)
+            dx[r, j] = y[r, j] * (g[r, j] - d) if y[r, j] != zero else zero
     return dx
 
 
-@parallel_kernel(fastmath=True)
+@parallel_kernel(fastmath=mathfn.FASTMATH)
 def _log_softmax_rows(x, mask_rows, mask_index, causal, tq, lowest):
     R, T = x.shape
     zero = x.dtype.type(0)
@@ -113,7 +122,7 @@ def _log_softmax_rows(x, mask_rows, mask_index, causal, tq, lowest):
     for r in prange(R):
         allowed, end = mask_rows[mask_index[r]], _causal_end(r, T, causal, tq)
         m, s = _shifted_exps(y[r], x[r], allowed, end, lowest)     # y[r] as scratch, overwritten below
-        if s > zero:
+        if s != zero:       # NaN too: the row is NaN
             shift = m + math.log(s)
             for j in range(end):
                 y[r, j] = x[r, j] - shift if allowed[j] else zero
@@ -123,7 +132,7 @@ def _log_softmax_rows(x, mask_rows, mask_index, causal, tq, lowest):
     return y
 
 
-@parallel_kernel(fastmath=True)
+@parallel_kernel(fastmath=mathfn.FASTMATH)
 def _log_softmax_backward_rows(g, y, mask_rows, mask_index, causal, tq):
     R, T = y.shape
     zero = y.dtype.type(0)

@@ -17,6 +17,10 @@ its running max m, running sum l and output accumulator o (online softmax):
   m' = max(m, max_j s_j);  l = l e^(m - m') + sum_j e^(s_j - m');  o = o e^(m - m') + sum_j e^(s_j - m') v_j
 
 At the end the output is o / l, and L = m + log l is each query's log-sum-exp (-inf when it sees nothing).
+A NaN or +inf among the scores a query sees makes l NaN (e^(s - m) is NaN for it: m ignores a NaN, and a +inf
+score makes m = +inf), hence its output row and L NaN, and through L every probability it has in the backward.
+The backward visits only the (query, key) pairs that see each other, so a NaN row of q or k reaches no gradient
+of a query or key that does not see it; on the CPU it does, through the products (0 · NaN).
 
 Backward: the forward runs again for L (the primitive keeps only its output), then three kernels and no
 atomics: D_i = sum_c dO_ic O_ic (a thread per query); then with P_ij = e^(scale q_i·k_j - L_i) recomputed
@@ -181,8 +185,8 @@ def _forward(out, lse, q, k, v, scale, lowest, mask, mask_strides, shape, causal
                 cuda.syncthreads()
             if live:
                 for c in range(dv):
-                    out[b, i, c] = o[c] / total if total > zero else zero
-                lse[b, i] = m + math.log(total) if total > zero else minus_inf
+                    out[b, i, c] = o[c] / total if total != zero else zero       # NaN too
+                lse[b, i] = m + math.log(total) if total != zero else minus_inf
 
 
 @cuda.jit

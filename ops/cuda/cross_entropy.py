@@ -9,7 +9,8 @@ n counts the kept rows (targets != ignore_index); with none kept the loss and th
 per row classifies it with the CPU's ``_status``; n is a sum and the last out-of-range row a max over those
 (ops/cuda/reduce.py). That row is copied to the host to raise IndexError as the CPU does, so each call waits
 for its kernels once. A block per row then computes the row's loss or gradient, with tree reductions for
-its max and its sum of exponentials; the loss is the sum of the rows' losses over n.
+its max and its sum of exponentials; the loss is the sum of the rows' losses over n. NaN and Inf as on the CPU:
+a NaN or +inf logit in a kept row makes the loss and that row's gradient NaN; an ignored row is never read.
 """
 import math
 
@@ -67,11 +68,11 @@ def _classify(kept, bad, targets, classes, ignore, use_ignore):
 
 @cuda.jit(device=True)
 def _max_and_sum_exp(shared, row):
-    """The row's max m and sum_j e^(row_j - m), computed by the whole block."""
+    """The row's max m (NaN if it is NaN or +inf) and sum_j e^(row_j - m), computed by the whole block."""
     m = row[0]
     for j in range(cuda.threadIdx.x, row.size, ROW_THREADS):
         m = mathfn.maximum(m, row[j])
-    m = block_max(shared, m)
+    m = mathfn.softmax_shift(block_max(shared, m))
     s = row.dtype.type(0)
     for j in range(cuda.threadIdx.x, row.size, ROW_THREADS):
         s += mathfn.exp(row[j] - m)

@@ -6,9 +6,11 @@
 
 The contract of ops/cpu/layer_norm.py. A block per row: the mean, the variance (a second pass over
 x - mean, for accuracy) and the backward's two means are tree reductions in shared memory
-(ops/cuda/reduce.py); the backward recomputes mean and rstd instead of storing them. The parameter
-gradients take the rows' mean and rstd from a first kernel, then a thread per column sums over the rows
-(neighbouring threads read neighbouring columns; no atomics, so the sums are the same on every run).
+(ops/cuda/reduce.py), over x - x[0] as on the CPU, so that a constant row's output is exactly bias; the
+backward recomputes mean and rstd instead of storing them. NaN, Inf, eps = 0 and an empty last axis behave
+as on the CPU. The parameter gradients take the rows' mean and rstd from a first kernel, then a thread per
+column sums over the rows (neighbouring threads read neighbouring columns; no atomics, so the sums are the
+same on every run).
 """
 import math
 
@@ -51,17 +53,18 @@ def _param(p, x, default):
 
 @cuda.jit(device=True)
 def _mean_rstd(shared, x, eps):
-    """Mean and 1 / sqrt(biased variance + eps) of the row x, computed by the whole block."""
+    """Mean and 1 / sqrt(biased variance + eps) of the row x, computed by the whole block from x - x[0]."""
     n = x.dtype.type(x.size)
+    shift = x[0] if x.size else x.dtype.type(0)
     s = x.dtype.type(0)
     for j in range(cuda.threadIdx.x, x.size, ROW_THREADS):
-        s += x[j]
-    mean = block_sum(shared, s) / n
+        s += x[j] - shift
+    d = block_sum(shared, s) / n
     s = x.dtype.type(0)
     for j in range(cuda.threadIdx.x, x.size, ROW_THREADS):
-        s += (x[j] - mean) * (x[j] - mean)
+        s += (x[j] - shift - d) * (x[j] - shift - d)
     var = block_sum(shared, s) / n
-    return mean, x.dtype.type(1) / math.sqrt(var + eps)
+    return shift + d, x.dtype.type(1) / math.sqrt(var + eps)
 
 
 @cuda.jit

@@ -2,11 +2,12 @@
 
 The contract of ops/cpu/softmax.py: entry (..., i, j) of x takes part when mask[..., i, j] is True (the mask
 broadcasts against x) and, when ``causal``, when j <= i + (Tk - Tq); entries that take no part, and every
-entry of a row where none does, are exactly 0 in the output and get gradient 0, never NaN.
+entry of a row where none does, are exactly 0 in the output and get gradient 0, never NaN; a NaN or +inf among
+the entries taking part makes all of them NaN (``mathfn.softmax_shift``), forward and backward.
 
   softmax:     y_j = e^(x_j - m) / sum_k e^(x_k - m),  m = max of the x_k taking part
   log_softmax: y_j = x_j - m - log sum_k e^(x_k - m)
-  backward:    softmax: dx = y (g - sum_k g_k y_k);  log_softmax: dx = g - e^y sum_k g_k
+  backward:    softmax: dx = y (g - sum_k g_k y_k), 0 where y = 0;  log_softmax: dx = g - e^y sum_k g_k
 
 x is viewed as rows (R, T), a block per row: its ROW_THREADS threads stride over the row, and the row's max
 and sums are tree reductions in shared memory (ops/cuda/reduce.py). The mask is read through broadcast
@@ -35,7 +36,7 @@ def softmax(x, mask=None, causal=False):
 
 
 def softmax_backward(g, y):
-    """dx = y (g - sum(g y)) over the last axis, from softmax's output y (0 where y is 0)."""
+    """dx = y (g - sum(g y)) over the last axis, from softmax's output y; exactly 0 where y is 0."""
     dx = empty(y.shape, y.dtype)
     _softmax_backward_rows[_grid(y)](rows(dx), rows(g), rows(y))
     return dx
@@ -90,15 +91,16 @@ def _allowed(mask, mask_strides, shape, r, j, t):
 
 @cuda.jit(device=True)
 def _row_max(shared, x, r, end, lowest, mask, mask_strides, shape):
-    """The max of x[r, j] over the j < end that the mask allows (lowest if there are none), by the whole block
-    in ``shared``; every thread gets it. (The sums of e^(x - m) that follow stay in each kernel: softmax rounds
-    each term, which it keeps, before adding it, whereas log_softmax's addition takes exp's last product
-    unrounded (an FMA on a GPU), so one shared loop would change one of them in the last bit.)"""
+    """The max of x[r, j] over the j < end that the mask allows (lowest if there are none; NaN if it is NaN or
+    +inf: the softmax's shift), by the whole block in ``shared``; every thread gets it. (The sums of e^(x - m)
+    that follow stay in each kernel: softmax rounds each term, which it keeps, before adding it, whereas
+    log_softmax's addition takes exp's last product unrounded (an FMA on a GPU), so one shared loop would
+    change one of them in the last bit.)"""
     m = lowest
     for j in range(cuda.threadIdx.x, end, ROW_THREADS):
         if _allowed(mask, mask_strides, shape, r, j, x.shape[1]):
             m = mathfn.maximum(m, x[r, j])
-    return block_max(shared, m)
+    return mathfn.softmax_shift(block_max(shared, m))
 
 
 @cuda.jit
@@ -115,7 +117,8 @@ def _softmax_rows(y, x, lowest, mask, mask_strides, shape, causal, tq):
             y[r, j] = e
             s += e
         s = block_sum(shared, s)
-        scale = x.dtype.type(1) / s if s > zero else zero       # s >= 1 unless nothing takes part
+        # s >= 1, or 0 when nothing takes part, or NaN: then e is NaN where allowed, 0 elsewhere, as is e * 0
+        scale = x.dtype.type(1) / s if s > zero else zero
         for j in range(cuda.threadIdx.x, t, ROW_THREADS):
             y[r, j] = y[r, j] * scale if j < end else zero
 
@@ -130,7 +133,7 @@ def _softmax_backward_rows(dx, g, y):
             d += g[r, j] * y[r, j]
         d = block_sum(shared, d)
         for j in range(cuda.threadIdx.x, t, ROW_THREADS):
-            dx[r, j] = y[r, j] * (g[r, j] - d)
+            dx[r, j] = y[r, j] * (g[r, j] - d) if y[r, j] != 0 else y.dtype.type(0)
 
 
 @cuda.jit
@@ -146,9 +149,9 @@ def _log_softmax_rows(y, x, lowest, mask, mask_strides, shape, causal, tq):
             if _allowed(mask, mask_strides, shape, r, j, t):
                 s += mathfn.exp(x[r, j] - m)
         s = block_sum(shared, s)
-        shift = m + math.log(s) if s > zero else zero
+        shift = m + math.log(s) if s != zero else zero         # NaN too: the row is NaN
         for j in range(cuda.threadIdx.x, t, ROW_THREADS):
-            keep = s > zero and j < end and _allowed(mask, mask_strides, shape, r, j, t)
+            keep = s != zero and j < end and _allowed(mask, mask_strides, shape, r, j, t)
             y[r, j] = x[r, j] - shift if keep else zero
 
 

@@ -94,3 +94,37 @@ def test_maximum_reduction_propagates_nan(dtype):
     x[500] = np.nan
     assert np.isnan(max_reduce(x))
     assert max_reduce(np.array([-np.inf, -np.inf], dtype)) == -np.inf
+
+
+@njit(fastmath=mathfn.FASTMATH)
+def _max_sum_isnan(x):
+    m, s = x[0], x.dtype.type(0)
+    for v in x:
+        m = mathfn.maximum(m, v)
+        s += v
+    return m, s, np.isnan(s), mathfn.softmax_shift(m)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fastmath_flags_keep_nan_and_inf(dtype):
+    """Vectorized max and sum reductions under mathfn.FASTMATH still see a NaN or inf, and isnan works."""
+    x = np.random.default_rng(0).standard_normal(1001).astype(dtype)
+    m, s, s_is_nan, shift = _max_sum_isnan(x)
+    assert m == x.max() and not s_is_nan and shift == m
+    x[700] = np.nan
+    m, s, s_is_nan, shift = _max_sum_isnan(x)
+    assert np.isnan(m) and np.isnan(s) and s_is_nan and np.isnan(shift)
+    x[700] = np.inf
+    m, s, s_is_nan, shift = _max_sum_isnan(x)
+    assert m == s == np.inf and not s_is_nan and np.isnan(shift)
+
+
+@pytest.mark.parametrize("exact", [True, False], ids=["erf", "tanh"])
+def test_gelu_cut_off_changes_less_than_1e_15(exact):
+    """Just inside the cut-off the formulas already give 0 or x, and gradient 0 or 1, to within 1e-15 (1e-21
+    for the exact GELU)."""
+    x = np.array([-10.0, 10.0]) if exact else np.array([-7.345, 7.345])
+    gelu = special.ndtr(x) * x if exact else 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+    assert abs(gelu[0]) < (1e-21 if exact else 1e-15) and abs(gelu[1] - x[1]) < 1e-15
+    grad = [mathfn.gelu_erf_derivative(v) if exact else mathfn.gelu_tanh_derivative(v) for v in x]
+    np.testing.assert_allclose(grad, [0, 1], atol=1e-21 if exact else 1e-15)

@@ -4,7 +4,7 @@ Each is one kernel forward and one kernel backward (layer norm: two, for dx and 
 kernels are primitives too (``*_grad``), first-order only. The unfused compositions stay available in
 ``unfused`` for reference and tests.
 """
-from math import prod
+from math import inf, prod
 
 import numpy as np
 
@@ -43,6 +43,9 @@ def softmax_grad_rule(g, y, mask=None, *, causal=False):
 
 def layer_norm_rule(x, weight, bias, eps):
     require_float(x)
+    if not 0 <= eps < inf:
+        raise ValueError(f"eps must be a finite number >= 0 (it is added to the variance; PyTorch's default is "
+                         f"1e-5), got {eps}")
     for p in (weight, bias):
         if p.shape != x.shape[-1:]:
             raise ValueError(f"weight and bias must have shape {format_shape(x.shape[-1:])}, "
