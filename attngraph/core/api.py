@@ -6,7 +6,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..errors import TracingError
+from ..errors import DTypeError, TracingError
 from .autodiff import gradients
 from .executor import Executable
 from .graph import Graph
@@ -30,10 +30,16 @@ def trace(fn: Callable, **inputs) -> Graph:
 
 
 def _input(key: str, spec) -> Tensor:
+    """The input node named ``spec.name`` or ``key``; ``rng_seed`` is reserved for the seed of dropout masks,
+    which the executor feeds by itself (see ``Executable``)."""
     if not isinstance(spec, Input):
         array = np.asarray(spec)
-        spec = Input(array.shape, array.dtype)
-    return Tensor(add_node("input", (), {}, spec.shape, spec.dtype, name=spec.name or key, scope=""))
+        spec = Input(array.shape, array.dtype, name=key)
+    name = spec.name or key
+    if name == "rng_seed":
+        raise TracingError("the input name 'rng_seed' is reserved for the seed of dropout masks, which the executor "
+                           "feeds by itself (pass rng_seed=... when running the graph to choose it); rename the input")
+    return Tensor(add_node("input", (), {}, spec.shape, spec.dtype, name=name, scope=""))
 
 
 def _named_outputs(result, prefix: str | None = None) -> list[tuple[str, Any]]:
@@ -58,8 +64,11 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     def value_and_grad_fn(*args):
         arrays = [np.asarray(a) for a in args]
         for i in nums:
-            if not 0 <= i < len(arrays) or arrays[i].dtype.kind != "f":
-                raise TracingError(f"argnums {argnums}: argument {i} must exist and be floating-point")
+            if not 0 <= i < len(arrays):
+                raise TracingError(f"argnums {argnums}: there is no argument {i} among the {len(arrays)} given")
+            if arrays[i].dtype.kind != "f":
+                raise DTypeError(f"argnums {argnums}: argument {i} is {arrays[i].dtype}; only floating-point "
+                                 "arguments can be differentiated (cast it with .astype(np.float32))")
         signature = tuple((a.shape, a.dtype.str) for a in arrays)
         executable = executables.get(signature)
         if executable is None:

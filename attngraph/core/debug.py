@@ -1,24 +1,26 @@
 """Debug mode: every node's output is checked for NaN/Inf as the graph runs, forward and backward.
 
-Turn it on with ``with ag.debug():`` or the environment variable ``ATTNGRAPH_DEBUG=1``.
+Turn it on with ``with ag.debug():``, which holds for the code that runs in the block's thread (and asyncio
+task) only, or for the whole process with the environment variable ``ATTNGRAPH_DEBUG=1``.
 """
 import os
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Iterator
 
-_depth = [int(os.environ.get("ATTNGRAPH_DEBUG", "0") not in ("", "0"))]
+_FROM_ENVIRONMENT = os.environ.get("ATTNGRAPH_DEBUG", "0") not in ("", "0")
+_on: ContextVar[bool] = ContextVar("attngraph_debug", default=_FROM_ENVIRONMENT)
 
 
 def enabled() -> bool:
-    return _depth[0] > 0
+    return _on.get()
 
 
 @contextmanager
 def debug(on: bool = True) -> Iterator[None]:
-    """Check for NaN/Inf inside the block (``debug(False)`` turns the checks off inside it)."""
-    saved = _depth[0]
-    _depth[0] = saved + 1 if on else 0
+    """Check for NaN/Inf inside the block (``debug(False)`` turns the checks off inside it), in this thread."""
+    token = _on.set(on)
     try:
         yield
     finally:
-        _depth[0] = saved
+        _on.reset(token)

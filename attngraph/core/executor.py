@@ -17,6 +17,17 @@ buffers waiting in the pool are memory the allocating kernels cannot have), and 
 over a dying input (Numba's ufunc loops lose their vectorization when an operand aliases the output: a
 (2048, 256) float32 add took 343 µs in place against 165 µs).
 
+Outputs are the caller's: an output that shares memory with what the executor borrowed for the call (an input,
+a parameter, a constant, or a view of one, such as a parameter reshaped) is copied, so that writing into it
+changes neither the model nor the executable; outputs the kernels allocated are returned without a copy. On
+"cpu" each output's owner (followed through NumPy's ``base`` and Numba's MemInfo ``parent``) is compared with
+the borrowed arrays' owners, a set built per call; on "cuda" ``__call__`` copies every output to the host, and
+``run_on_device`` returns what the kernels returned.
+
+Each call checks each parameter's shape and dtype against the graph's (a changed one raises ShapeError or
+DTypeError naming it) and takes a call number under a lock, so that threads sharing an executable draw
+distinct dropout masks.
+
 Devices: "cpu" runs the Numba CPU kernels on NumPy arrays. "cuda" runs the kernels of ops/cuda on device
 arrays: the inputs are copied to the GPU once per call, constants once per executable, intermediates stay on
 the GPU between kernels, and only the outputs are copied back (``run_on_device`` keeps them there too).
@@ -27,11 +38,13 @@ compiled graph computes, as it does on the CPU; a parameter left on the host is 
 from __future__ import annotations
 
 import functools
+import itertools
+import threading
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from ..errors import BindingError, DeviceError, NonFiniteError
+from ..errors import BindingError, DeviceError, DTypeError, NonFiniteError, ShapeError
 from . import debug
 from .dims import format_shape, resolve_shape
 from .graph import Graph, Node
@@ -92,19 +105,27 @@ class Executable:
     """``Executable(graph, "cpu")(**inputs)`` returns the graph's output, or a tuple of its outputs, as NumPy
     arrays; on "cuda" too (``run_on_device`` leaves them on the GPU).
 
-    A graph that uses randomness (dropout) has an ``rng_seed`` input; when it is not given, call ``k``
-    uses ``seed + k``, so successive calls draw fresh masks and the whole sequence is reproducible.
+    A graph that uses randomness (dropout) has an ``rng_seed`` input; when it is not given, call ``k`` (counted
+    from 0 in ``calls``, one number per call whichever thread makes it) uses ``(h(seed) + k) mod 2**64`` as an
+    int64, ``h`` the first 64-bit word of ``np.random.SeedSequence(seed mod 2**64)``: successive calls draw
+    fresh masks, two seeds draw unrelated sequences, and the same seed repeats the same sequence. Without a
+    ``seed``, executables take 0, 1, 2, ... in the order they are made, so that two of them (say one per
+    thread, or one per input signature) do not repeat each other's masks.
     """
 
-    def __init__(self, graph: Graph, device: str = "cpu", seed: int = 0):
+    def __init__(self, graph: Graph, device: str = "cpu", seed: int | None = None):
         self._device = get_device(device)
-        self.graph, self.device, self.seed, self.calls = graph, device, seed, 0
+        self.graph, self.device, self.calls = graph, device, 0
+        self.seed = _next_seed() if seed is None else seed
+        self._stream = int(np.random.SeedSequence(self.seed % 2 ** 64).generate_state(1, np.uint64)[0])
+        self._lock = threading.Lock()
         order = graph.topological_order(_schedule_roots(graph.outputs))
         slot = {node: i for i, node in enumerate(order)}
         self._size = len(order)
         self._inputs = [(name, node, slot.get(node)) for name, node in graph.inputs.items()]
         self._constants = [(slot[n], self._device.put(n.value)) for n in order if n.op == "constant"]
-        self._parameters = [(slot[n], n.value) for n in order if n.op == "parameter"]
+        self._constant_owners = frozenset(id(_owner(n.value)) for n in order if n.op == "constant")
+        self._parameters = [(slot[n], n) for n in order if n.op == "parameter"]
         self._outputs = tuple(slot[n.inputs[0]] for n in graph.outputs)
         self._nodes = [n for n in order if n.kind == "call"]
         self._steps = self._schedule(order, slot)
@@ -144,11 +165,17 @@ class Executable:
 
     def _run(self, feeds: dict) -> tuple:
         env: list[Any] = [None] * self._size
-        bindings = self._bind(feeds, env)
+        with self._lock:
+            number, self.calls = self.calls, self.calls + 1
+        bindings, borrowed = self._bind(feeds, env, number)
         for index, value in self._constants:
             env[index] = value
-        for index, parameter in self._parameters:
-            env[index] = self._device.put(parameter.data)
+        for index, node in self._parameters:
+            data = node.value.data
+            if data.shape != node.shape or data.dtype != node.dtype:
+                raise _changed(node, data)
+            env[index] = self._device.put(data)
+            borrowed.append(env[index])
         steps = self._plan(bindings)
         if debug.enabled():
             self._run_checked(steps, env, bindings)
@@ -157,19 +184,26 @@ class Executable:
                 env[output] = call(*[env[i] for i in inputs])
                 for i in frees:
                     env[i] = None
-        self.calls += 1
-        return tuple(env[i] for i in self._outputs)
+        outputs = tuple(env[i] for i in self._outputs)
+        return self._unshared(outputs, borrowed) if self._device is CPU else outputs
 
-    def _bind(self, feeds: dict, env: list) -> dict[str, int]:
-        """Check the feeds against the inputs, bind symbolic dimensions, and put the arrays in their slots."""
+    def _unshared(self, outputs: tuple, borrowed: list) -> tuple:
+        """The outputs, each copied if its memory belongs to a borrowed array or a constant."""
+        owners = self._constant_owners.union(map(id, map(_owner, borrowed)))
+        return tuple(out.copy() if id(_owner(out)) in owners else out for out in outputs)
+
+    def _bind(self, feeds: dict, env: list, number: int) -> tuple[dict[str, int], list]:
+        """Check the feeds against the inputs, bind symbolic dimensions, and put the arrays in their slots (the
+        ``rng_seed`` of call ``number`` when it is not fed). Returns the bindings and the arrays put."""
         unknown = set(feeds) - {name for name, _, _ in self._inputs}
         if unknown:
             raise BindingError(f"unexpected input(s) {sorted(unknown)}; the graph's inputs are "
                                f"{[name for name, _, _ in self._inputs]}")
         bindings: dict[str, int] = {}
+        borrowed = []
         for name, node, index in self._inputs:
             if name not in feeds and name == "rng_seed":
-                value = np.asarray(self.seed + self.calls, np.int64)
+                value = np.asarray((self._stream + number) % 2 ** 64, np.uint64).view(np.int64)
             elif name not in feeds:
                 raise BindingError(f"missing input {name!r} of shape {format_shape(node.shape)} {node.dtype}")
             else:
@@ -178,7 +212,8 @@ class Executable:
                 raise NonFiniteError(f"input {name!r} holds NaN or Inf: {node.describe()}")
             if index is not None:
                 env[index] = self._device.put(value)
-        return bindings
+                borrowed.append(env[index])
+        return bindings, borrowed
 
     def _plan(self, bindings: dict[str, int]) -> list[tuple]:
         """The steps for these sizes as (call, inputs, output, frees), ``call`` the kernel with its attributes
@@ -214,6 +249,37 @@ class Executable:
             env[output] = out
             for i in frees:
                 env[i] = None
+
+
+_seeds = itertools.count()
+_seeds_lock = threading.Lock()
+
+
+def _next_seed() -> int:
+    """The seed of an executable made without one: 0, 1, 2, ... in the order they are made."""
+    with _seeds_lock:
+        return next(_seeds)
+
+
+def _owner(a: np.ndarray) -> np.ndarray:
+    """The array that owns ``a``'s memory: ``a`` itself, or the array it views, followed through NumPy's
+    ``base`` and through the MemInfo of an array a Numba kernel returned (whose ``parent`` is the NumPy array it
+    views, None for memory Numba allocated)."""
+    base = a.base
+    while base is not None:
+        base = getattr(base, "parent", base)
+        if not isinstance(base, np.ndarray):
+            break
+        a, base = base, base.base
+    return a
+
+
+def _changed(node: Node, data) -> Exception:
+    """The error for a parameter whose shape or dtype is no longer the one the graph was traced with."""
+    error = ShapeError if data.shape != node.shape else DTypeError
+    return error(f"parameter {node.name!r} is now {format_shape(data.shape)} {data.dtype}, but the graph was traced "
+                 f"with {format_shape(node.shape)} {node.dtype}; trace and compile again after changing a "
+                 "parameter's shape or dtype")
 
 
 def _schedule_roots(outputs: list[Node]) -> list[Node]:

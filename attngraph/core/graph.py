@@ -11,10 +11,22 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from ..errors import DTypeError, TracingError
 from .dims import Shape, format_shape
 
 SOURCE_KINDS = ("input", "parameter", "constant")
 KINDS = SOURCE_KINDS + ("call", "output")
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+DTYPES = FLOAT_DTYPES + tuple(map(np.dtype, (bool, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                                             np.uint32, np.uint64)))
+"""The dtypes the kernels compute in (NumPy's native byte order): float16, float128, complex, strings, dates and
+objects are refused when a node is made, not deep inside a kernel."""
+
+
+def unsupported_dtype(dtype, what: str, allowed: tuple[np.dtype, ...] = DTYPES) -> DTypeError:
+    """The error for ``what`` having ``dtype``, which is not one of ``allowed``."""
+    return DTypeError(f"{what} has dtype {dtype}, which attngraph does not compute in; use one of "
+                      f"{', '.join(map(str, allowed))} (cast with .astype(...))")
 
 
 @dataclass(eq=False)
@@ -103,13 +115,26 @@ class Graph:
     outputs: list[Node] = field(default_factory=list)
 
     def add(self, op: str, inputs: Iterable[Node], attrs: dict, shape: Shape, dtype, **fields) -> Node:
+        """Append a node. Its dtype must be one of ``DTYPES``; the names of inputs and parameters are unique
+        among both (``grad(wrt=[name])`` and the executor's feeds select them by name)."""
         node = Node(len(self.nodes), op, tuple(inputs), attrs, tuple(shape), np.dtype(dtype), **fields)
+        if node.dtype not in DTYPES:
+            raise unsupported_dtype(node.dtype, node.describe())
+        if op in ("input", "parameter"):
+            self._check_name(node)
         self.nodes.append(node)
         if op == "input":
             self.inputs[node.name] = node
         elif op == "output":
             self.outputs.append(node)
         return node
+
+    def _check_name(self, node: Node) -> None:
+        taken = self.inputs.get(node.name) or next(
+            (n for n in self.nodes if n.op == "parameter" and n.name == node.name), None)
+        if taken is not None:
+            raise TracingError(f"{node.describe()}: {node.name!r} already names {taken.describe()}; inputs and "
+                               "parameters need distinct names (Graph.grad and the feeds select them by name)")
 
     @property
     def parameters(self) -> dict[str, Node]:
@@ -179,8 +204,9 @@ class Graph:
             result.add("output", (mapping[node],), {}, node.shape, node.dtype, name=name, stop_gradient=True)
         return result
 
-    def compile(self, device: str = "cpu", seed: int = 0):
-        """A callable running this graph on ``device``: ``graph.compile()(x=...)``. See ``Executable``.
+    def compile(self, device: str = "cpu", seed: int | None = None):
+        """A callable running this graph on ``device``: ``graph.compile()(x=...)``; ``seed`` seeds its dropout
+        masks (see ``Executable``).
         The graph is optimized first (``core.passes``: folding, CSE, fusion, dead code), unless debug mode
         is on, which runs the graph as traced."""
         from .debug import enabled as debugging

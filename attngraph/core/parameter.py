@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .graph import FLOAT_DTYPES, unsupported_dtype
+
 
 class Parameter:
     """A trainable array. Graphs hold the ``Parameter`` itself, so updating ``data`` in place (an optimizer
-    step) or assigning a new array of the same shape and dtype changes what every compiled graph computes.
+    step) or assigning a new array of the same shape and dtype changes what every compiled graph computes; a
+    compiled graph refuses to run on a parameter whose shape or dtype has changed since it was traced.
     ``name`` is the dotted path the owning module gives it (``encoder.layers.0.attn.w_q.weight``).
 
     ``data`` is a NumPy array, or a CUDA device array after ``to("cuda")``: graphs compiled for "cuda" then use
@@ -16,11 +19,23 @@ class Parameter:
     __array_ufunc__ = None      # NumPy defers to the graph operators: ``array @ parameter`` builds a node
 
     def __init__(self, data, trainable: bool = True, name: str | None = None):
-        self.data = np.require(data, requirements="C")
-        if self.data.dtype.kind != "f":
-            raise TypeError(f"a parameter must hold floating-point values, not {self.data.dtype}")
-        self.trainable = trainable
         self.name = name
+        self.data = data
+        self.trainable = trainable
+
+    @property
+    def data(self):
+        return self._data
+
+    @data.setter
+    def data(self, values) -> None:
+        """Host values become a C-contiguous NumPy array (copied when they are not one); a device array is kept
+        as it is. Either must hold float32 or float64 (else DTypeError, and ``data`` is left as it was)."""
+        values = values if hasattr(values, "copy_to_host") else np.require(values, requirements="C")
+        if values.dtype not in FLOAT_DTYPES:
+            raise unsupported_dtype(values.dtype, f"parameter {self.name!r}" if self.name else "a parameter",
+                                    FLOAT_DTYPES)
+        self._data = values
 
     shape = property(lambda self: self.data.shape)
     dtype = property(lambda self: self.data.dtype)

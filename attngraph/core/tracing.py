@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import DTypeError, ShapeError, TracingError
 from .dims import format_shape, normalize
-from .graph import Graph, Node
+from .graph import DTYPES, Graph, Node, unsupported_dtype
 from .parameter import Parameter
 from .primitive import lookup
 
@@ -51,7 +51,13 @@ class Input:
             raise ShapeError(f"Input shape {shape!r}: {e}") from None
         if any(isinstance(d, str) and not d.isidentifier() for d in self.shape):
             raise ShapeError(f"Input shape {shape!r}: an input's symbolic dimensions are single names")
-        self.dtype = np.dtype(dtype)
+        what = f"Input {name!r}" if name else f"the Input {format_shape(self.shape)}"
+        try:
+            self.dtype = np.dtype(dtype)
+        except TypeError:
+            raise unsupported_dtype(dtype, what) from None
+        if self.dtype not in DTYPES:
+            raise unsupported_dtype(self.dtype, what)
         self.name = name
 
     def __repr__(self):
@@ -201,7 +207,8 @@ def add_output(value, name: str) -> Node:
     """Mark ``value`` as an output of the current graph under ``name``."""
     graph = current_graph()
     if name in graph.output_names:
-        raise TracingError(f"two outputs are named {name!r}")
+        raise TracingError(f"two outputs are named {name!r}: rename one (Graph.grad names its outputs "
+                           "'grad:<input or parameter>')")
     node = as_node(value)
     return add_node("output", (node,), {}, node.shape, node.dtype, name=name, scope="", stop_gradient=True)
 
@@ -237,9 +244,11 @@ def parameter_node(param: Parameter) -> Node:
 
 
 def _unique_parameter_name(attribute: str) -> str:
-    """``scope.attribute`` for a parameter outside the traced root module, numbered if already taken."""
+    """``scope.attribute`` for a parameter outside the traced root module, numbered if the name of a parameter
+    or an input already."""
     base = f"{STATE.scopes[-1]}.{attribute}" if STATE.scopes and STATE.scopes[-1] else attribute
-    taken = set(current_graph().parameters)
+    graph = current_graph()
+    taken = set(graph.parameters) | set(graph.inputs)
     name, n = base, 1
     while name in taken:
         name, n = f"{base}_{n}", n + 1
