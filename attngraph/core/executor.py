@@ -22,7 +22,10 @@ a parameter, a constant, or a view of one, such as a parameter reshaped) is copi
 changes neither the model nor the executable; outputs the kernels allocated are returned without a copy. On
 "cpu" each output's owner (followed through NumPy's ``base`` and Numba's MemInfo ``parent``) is compared with
 the borrowed arrays' owners, a set built per call; on "cuda" ``__call__`` copies every output to the host, and
-``run_on_device`` returns what the kernels returned.
+``run_on_device`` returns what the kernels returned. The arrays are checked rather than the ops declared as
+views because whether a kernel returns a view is its own business (a reshape does, a getitem may, a Numba
+kernel can). Measured: ~0.5 µs an array, 3 µs of an 80 µs linear-layer gradient step (3 outputs, 3 borrowed)
+and 20 µs of a 2.5 ms small GPT step (37 outputs, 38 borrowed).
 
 Each call checks each parameter's shape and dtype against the graph's (a changed one raises ShapeError or
 DTypeError naming it) and takes a call number under a lock, so that threads sharing an executable draw
