@@ -320,3 +320,39 @@ def test_debug_mode_names_the_layer_norm_that_made_the_first_nan():
     assert np.isnan(run(x=x))
     with ag.debug(), pytest.raises(ag.NonFiniteError, match="NaN in the output of .*layer_norm"):
         run(x=x)
+
+
+# elementwise and reductions
+
+SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, 1.0, -50.0, 100.0, 1e30, -1e30])
+UNARY = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "neg": np.negative,
+         "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "relu": lambda x: np.where(x <= 0, 0, x)}
+
+
+@DTYPES
+@pytest.mark.parametrize("op", UNARY)
+def test_unary_ops_take_nan_and_inf_as_numpy_does(dtype, op):
+    x = SPECIALS.astype(dtype)
+    with np.errstate(all="ignore"):                        # NumPy's ufunc loops flag invalid and overflow
+        want = UNARY[op](x).astype(dtype)
+        got = ag.trace(getattr(ag, op), x=x).compile()(x=x)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=0, equal_nan=True)
+
+
+@DTYPES
+def test_relu_passes_the_gradient_of_a_nan_on_as_pytorch(dtype):
+    _, grad = ag.value_and_grad(lambda x: ag.sum(ag.relu(x)))(SPECIALS.astype(dtype))
+    np.testing.assert_array_equal(grad, [1, 1, 0, 0, 1, 0, 1, 1, 0])
+
+
+@DTYPES
+@pytest.mark.parametrize("reduce", ["sum", "max", "mean"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf], ids=["nan", "inf", "-inf"])
+def test_reductions_see_nan_and_inf_anywhere_in_a_long_row(dtype, reduce, bad):
+    """Rows long enough to be vectorized: the bad entry in the vector body of row 1 only."""
+    x = data(dtype, shape=(3, 1000))
+    x[1, 517] = bad
+    with np.errstate(all="ignore"):
+        want = getattr(np, reduce)(x, axis=-1)
+    got = ag.trace(lambda x: getattr(ag, reduce)(x, -1), x=x).compile()(x=x)
+    np.testing.assert_allclose(got, want, rtol=1e-5, equal_nan=True)

@@ -116,7 +116,7 @@ define("tanh", unary_float, cpu=ew.tanh, flops=per_element(6),
 define("sigmoid", unary_float, cpu=ew.sigmoid, flops=per_element(6),
        vjp=lambda g, y, x: (g * y * (1 - y),))
 define("relu", unary_float, cpu=ew.relu, flops=per_element(1),
-       vjp=lambda g, y, x: (F.where(F.greater(x, 0.0), g, 0.0),))
+       vjp=lambda g, y, x: (F.where(F.less_equal(y, 0.0), 0.0, g),))      # NaN passes g on, as in PyTorch
 define("erf", unary_float, cpu=ew.erf, flops=per_element(10),
        vjp=lambda g, y, x: (g * (2 / math.sqrt(math.pi)) * F.exp(-x * x),))
 define("gelu", gelu_rule, flops=per_element(10), vjp=gelu_vjp,
