@@ -21,6 +21,10 @@ maintenance mode) stays in this file. Quirks handled here:
   use ``cuda.*`` (the tree reductions of ops/cuda/reduce.py): the first thread to return puts the real
   module back while the others still run, and they fail with "module 'numba.cuda' has no attribute
   'threadIdx'" now and then. numba-cuda fixed it (NVIDIA/numba-cuda#690); the fix is backported here.
+- The simulator's ``cuda.shared.array`` looks up a block's array for the calling line and stores a new one
+  when there is none, without a lock: two threads of a block starting together could each make their own, so
+  part of the block never saw the tile the rest loaded (a tiled product gave wrong numbers now and then). Here
+  the look-up and the store are one step under a lock.
 """
 from __future__ import annotations
 
@@ -81,8 +85,33 @@ def _backport_thread_safe_swaps():
     kernel.swapped_cuda_module = swapped_cuda_module
 
 
+def _thread_safe_shared_arrays():
+    """Give ``FakeCUDAShared.array`` a lock: one array per block and calling line, whichever thread asks first.
+    It keeps the simulator's contract (arrays are named by the caller's file and line; size 0 is the dynamic
+    shared memory)."""
+    from numba.core import types as numba_types
+    from numba.cuda.simulator import kernelapi
+    from numba.np import numpy_support
+    lock, allocate = threading.Lock(), kernelapi.FakeCUDAShared.array
+
+    def array(self, shape, dtype):
+        if shape == 0:
+            return allocate(self, shape, dtype)
+        caller = sys._getframe(1)
+        line = (caller.f_code.co_filename, caller.f_lineno)
+        if isinstance(dtype, numba_types.Type):
+            dtype = numpy_support.as_dtype(dtype)
+        with lock:
+            if line not in self._allocations:
+                self._allocations[line] = np.empty(shape, dtype)
+            return self._allocations[line]
+
+    kernelapi.FakeCUDAShared.array = array
+
+
 if SIMULATOR:
     _backport_thread_safe_swaps()
+    _thread_safe_shared_arrays()
 
 INSTALL = ('pip install "attngraph[cuda]" (NVIDIA\'s numba-cuda with the CUDA 12 toolkit; for CUDA 13: '
            'pip install "numba-cuda[cu13]")')

@@ -60,3 +60,28 @@ def test_unknown_device_and_missing_kernel_raise_device_errors(monkeypatch):
     monkeypatch.delitem(lookup("tanh").kernels, "cuda")
     with pytest.raises(ag.DeviceError, match="op 'tanh' has no cuda kernel"):
         graph.compile("cuda")
+
+
+@pytest.mark.skipif(not _cuda.SIMULATOR, reason="a quirk of numba's CUDA simulator")
+def test_the_threads_of_a_simulated_block_share_one_shared_array():
+    """Threads starting together ask for the same line's shared array; all must get the one array."""
+    import threading
+
+    from numba.cuda.simulator.kernelapi import FakeCUDAShared
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(20):
+            shared, got, start = FakeCUDAShared(0), [], threading.Barrier(16)
+
+            def ask():
+                start.wait()
+                got.append(shared.array((4, 4), np.float32))
+            threads = [threading.Thread(target=ask) for _ in range(16)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert len({id(a) for a in got}) == 1
+    finally:
+        sys.setswitchinterval(switch)
