@@ -183,10 +183,13 @@ class Executable:
         if debug.enabled():
             self._run_checked(steps, env, bindings)
         else:
-            for call, inputs, output, frees in steps:
-                env[output] = call(*[env[i] for i in inputs])
-                for i in frees:
-                    env[i] = None
+            try:
+                for call, inputs, output, frees in steps:
+                    env[output] = call(*[env[i] for i in inputs])
+                    for i in frees:
+                        env[i] = None
+            except IndexError as error:
+                raise _out_of_range(error, self._nodes[[step[2] for step in steps].index(output)]) from error
         outputs = tuple(env[i] for i in self._outputs)
         return self._unshared(outputs, borrowed) if self._device is CPU else outputs
 
@@ -239,6 +242,8 @@ class Executable:
         for (call, inputs, output, frees), node in zip(steps, self._nodes):
             try:
                 out = call(*[env[i] for i in inputs])
+            except IndexError as error:
+                raise _out_of_range(error, node) from error
             except Exception as e:
                 e.add_note(f"while running {node.describe()}")
                 raise
@@ -275,6 +280,11 @@ def _owner(a: np.ndarray) -> np.ndarray:
             break
         a, base = base, base.base
     return a
+
+
+def _out_of_range(error: IndexError, node: Node) -> BindingError:
+    """The error for an index fed at run time that a kernel (gather, embedding) found out of range."""
+    return BindingError(f"{error}, in {node.describe()}: check the indices fed to the graph")
 
 
 def _changed(node: Node, data) -> Exception:

@@ -362,3 +362,13 @@ def test_the_environment_variable_turns_debug_on_in_every_thread():
                             env={**os.environ, "ATTNGRAPH_DEBUG": "1"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "1"
+
+
+@pytest.mark.parametrize("debugging", [False, True], ids=["fast", "debug"])
+@pytest.mark.parametrize("bad", [5, -6, 100])
+def test_an_index_fed_out_of_range_is_a_binding_error_naming_the_node(debugging, bad):
+    table = np.arange(15, dtype=np.float32).reshape(5, 3)
+    run = ag.trace(lambda t, i: t[i] * 2, t=table, i=np.array([0, 1])).compile()
+    with ag.debug(debugging), pytest.raises(ag.BindingError, match=r"out of range .*gather.*indices fed"):
+        run(t=table, i=np.array([0, bad]))
+    np.testing.assert_array_equal(run(t=table, i=np.array([4, -5])), table[[4, 0]] * 2)
