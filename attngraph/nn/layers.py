@@ -109,8 +109,8 @@ class Sequential(ModuleList):
         super().__init__(modules)
 
     def forward(self, x):
-        for module in self:
-            x = module(x)
+        for layer in self:
+            x = layer(x)
         return x
 
 

@@ -107,14 +107,16 @@ def read(path) -> Checkpoint:
                                   f"({type(e).__name__}: {e}); use an earlier checkpoint") from None
     found = meta.get("format") if isinstance(meta, dict) else None
     if found not in (1, FORMAT):
-        advice = "upgrade attngraph to read it" if isinstance(found, int) and found > FORMAT else "it was not written by attngraph"
+        newer = isinstance(found, int) and found > FORMAT
+        advice = "upgrade attngraph to read it" if newer else "it was not written by attngraph"
         raise CheckpointError(f"{npz} has format {found!r}, and this attngraph reads formats 1 and {FORMAT}: {advice}")
     params = {key.removeprefix("param/"): a for key, a in arrays.items() if key.startswith("param/")}
     optimizer = {key.removeprefix("optim/"): a for key, a in arrays.items() if key.startswith("optim/")}
     described = meta.get("optimizer")
     optimizer_fits = (described is None if not optimizer else
                       isinstance(described, dict) and isinstance(described.get("type"), str))
-    if meta.get("parameters") != _described(params) or not optimizer_fits or len(params) + len(optimizer) != len(arrays):
+    every_array_named = len(params) + len(optimizer) == len(arrays)
+    if meta.get("parameters") != _described(params) or not optimizer_fits or not every_array_named:
         raise CheckpointError(f"{npz}'s metadata does not describe its arrays: the file is damaged or was not "
                               "written by attngraph")
     if meta["format"] == 1 and optimizer:
@@ -203,7 +205,8 @@ def _remove_stale_temporaries(target: Path) -> None:
     with contextlib.suppress(OSError):
         for entry in target.parent.iterdir():
             pid = entry.name.removeprefix(prefix).split(".")[0]
-            if entry.name.startswith(prefix) and entry.name.endswith(".tmp") and pid.isdigit() and not _running(int(pid)):
+            ours = entry.name.startswith(prefix) and entry.name.endswith(".tmp") and pid.isdigit()
+            if ours and not _running(int(pid)):
                 entry.unlink(missing_ok=True)
 
 

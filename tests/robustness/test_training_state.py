@@ -112,7 +112,8 @@ BAD_CHECKPOINTS = {
     "moment of another shape": (lambda m, a: a.update({"optim/v/2.bias": np.zeros(3, np.float32)}),
                                 r"v/2.bias: expected \(1,\) float32, got \(3,\) float32"),
     "moment in float64": (lambda m, a: a.update({"optim/v/2.bias": np.zeros(1)}), "got \\(1,\\) float64"),
-    "negative steps": (lambda m, a: (a.update({"optim/steps": np.asarray(-1)}), m.update(step=-1)), "step count -1 is not an integer >= 0"),
+    "negative steps": (lambda m, a: (a.update({"optim/steps": np.asarray(-1)}), m.update(step=-1)),
+                       "step count -1 is not an integer >= 0"),
     "extra optimizer array": (lambda m, a: a.update({"optim/momentum_buffer/0.weight": np.zeros((4, 16))}),
                               "unexpected: momentum_buffer/0.weight"),
     "weight of another shape": (resize_weight, r"0.weight: expected \(4, 16\) float32, got \(4, 8\) float32"),
@@ -360,8 +361,10 @@ def test_hyper_parameters_out_of_range_are_refused(cls, settings, message):
 
 
 BAD_SCHEDULES = [(lambda: Constant(-1.0), "Constant's lr must be a finite number >= 0"),
-                 (lambda: Constant(math.nan), "lr"), (lambda: LinearWarmup(0.1, warmup=0), "warmup must be an integer >= 1"),
-                 (lambda: LinearWarmup(0.1, warmup=2.5), "an integer"), (lambda: CosineDecay(0.1, total=10, warmup=-1), ">= 0"),
+                 (lambda: Constant(math.nan), "lr"),
+                 (lambda: LinearWarmup(0.1, warmup=0), "warmup must be an integer >= 1"),
+                 (lambda: LinearWarmup(0.1, warmup=2.5), "an integer"),
+                 (lambda: CosineDecay(0.1, total=10, warmup=-1), ">= 0"),
                  (lambda: CosineDecay(0.1, total=10, min_lr=math.inf), "min_lr"), (lambda: Noam(0), "d_model"),
                  (lambda: Noam(64, warmup=0), "warmup"), (lambda: Noam(64, factor=-2.0), "factor"),
                  (lambda: schedules.from_config({"type": "Noam", "d_model": 64, "speed": 2}), "do not fit Noam")]

@@ -96,7 +96,8 @@ define("layer_norm", layer_norm_rule, flops=per_element(8), vjp=layer_norm_vjp,
        cpu=lambda x, weight, bias, eps: ln.layer_norm(x, weight, bias, eps))
 define("layer_norm_grad", lambda g, x, weight, eps: (x.shape, same_dtype(g, x, weight)), flops=per_element(10),
        cpu=lambda g, x, weight, eps: ln.layer_norm_backward(g, x, weight, eps), vjp=first_order_only)
-define("layer_norm_params_grad", lambda g, x, eps: ((2,) + x.shape[-1:], same_dtype(g, x)), flops=lambda out, g, x, eps: 8 * prod(x),
+define("layer_norm_params_grad", lambda g, x, eps: ((2,) + x.shape[-1:], same_dtype(g, x)),
+       flops=lambda out, g, x, eps: 8 * prod(x),
        cpu=lambda g, x, eps: ln.layer_norm_params_backward(g, x, eps), vjp=first_order_only,
        doc="(dγ, dβ) stacked: Σ g∘x̂ and Σ g over every axis but the last")
 define("cross_entropy", cross_entropy_rule, flops=lambda out, logits, targets, ignore_index: 5 * prod(logits),
