@@ -25,4 +25,13 @@ def mask_rows(mask, shape):
     mask = mask.reshape((1,) * (len(shape) - mask.ndim) + mask.shape)
     distinct = rows(np.broadcast_to(mask, mask.shape[:-1] + tuple(shape[-1:])))
     index = np.arange(len(distinct)).reshape(mask.shape[:-1])
-    return distinct, np.broadcast_to(index, tuple(shape[:-1])).ravel()
+    return readonly(distinct), readonly(np.broadcast_to(index, tuple(shape[:-1])).ravel())
+
+
+def readonly(a):
+    """A read-only view of the array a. Numba compiles a kernel once per writability of its array arguments,
+    and views made by np.broadcast_to are read-only while copies are not: the arrays built here from
+    broadcasting are passed read-only always, so that their kernels compile once."""
+    view = a.view()
+    view.flags.writeable = False
+    return view

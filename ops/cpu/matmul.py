@@ -18,6 +18,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from ops.cpu.layout import readonly
 from ops.cpu.threads import parallel_kernel
 
 _BLAS_SERIAL_MAX = 2 ** 18     # OpenBLAS's threshold (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD)
@@ -41,7 +42,7 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
 
 def _batch_index(shape, batch):
     """For every position of the broadcast batch, the flat index of the matrix taken from `shape`."""
-    return np.broadcast_to(np.arange(math.prod(shape)).reshape(shape), batch).ravel()
+    return readonly(np.broadcast_to(np.arange(math.prod(shape)).reshape(shape), batch).ravel())
 
 
 @njit(cache=True)

@@ -2,9 +2,12 @@
 
 A parallel region costs ~1.5 µs on a quiet machine, but when another process holds a core its threads
 wait for one another at every barrier: measured here, tiny kernels went from 3 µs to over 1 ms, and a
-small training step ran 5x slower than on one thread. ``parallel_kernel`` therefore compiles a kernel
-with ``parallel=True`` and runs it on the calling thread alone when its first argument has fewer than
-``PARALLEL_MIN_SIZE`` elements (NUMBA.md: threads pay from ~10-50k elements).
+small training step ran 5x slower than on one thread. ``parallel_kernel`` therefore makes two twins of a
+kernel, compiled at their first call: a serial one, which runs when its first argument has fewer than
+``PARALLEL_MIN_SIZE`` elements (NUMBA.md: threads pay from ~10-50k elements) or Numba has one thread, and a
+``parallel=True`` one for the rest. A parallel compile costs ~3x a serial one: the ten parallel kernels of
+the copy demo's training step took 14.1 s to compile as parallel kernels and 4.7 s as serial ones (cold
+cache, load ~2), so a program on one thread, as the demos run, or on small arrays never pays for it.
 
 Larger kernels still meet the barriers, where GNU OpenMP's threads spin (300,000 rounds by default) in
 the hope that the others arrive soon: with another process on one of the two cores, the spinning thread
@@ -29,6 +32,7 @@ load 3-5).
 import concurrent.futures
 import functools
 import os
+import types
 
 import numba
 import numpy as np
@@ -40,24 +44,30 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 
 def parallel_kernel(fn=None, **options):
-    """``@njit(parallel=True, cache=True, **options)`` whose threads are limited to one for small inputs."""
+    """``fn`` compiled twice with ``@njit(cache=True, **options)``: ``run.parallel`` with ``parallel=True``,
+    called when the first argument has PARALLEL_MIN_SIZE elements or more and Numba has several threads, and
+    ``run.serial`` (``prange`` as ``range``) otherwise."""
     if fn is None:
         return functools.partial(parallel_kernel, **options)
-    kernel = njit(parallel=True, cache=True, **options)(fn)
+    parallel = njit(parallel=True, cache=True, **options)(fn)
+    serial = njit(cache=True, **options)(_renamed(fn, f"{fn.__qualname__}.serial"))
 
     @functools.wraps(fn)
     def run(*args):
-        if args[0].size >= PARALLEL_MIN_SIZE:
-            return kernel(*args)
-        threads = numba.get_num_threads()
-        numba.set_num_threads(1)
-        try:
-            return kernel(*args)
-        finally:
-            numba.set_num_threads(threads)
+        if args[0].size >= PARALLEL_MIN_SIZE and numba.get_num_threads() > 1:
+            return parallel(*args)
+        return serial(*args)
 
-    run.kernel = kernel
+    run.parallel, run.serial = parallel, serial
     return run
+
+
+def _renamed(fn, qualname: str):
+    """A copy of the function ``fn`` named ``qualname``: Numba names a kernel's cache files after its
+    qualified name, not after its compile options, so the serial twin needs a name of its own."""
+    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    twin.__qualname__ = qualname
+    return twin
 
 
 def in_threads(kernel, count: int, *args, work: int) -> None:
