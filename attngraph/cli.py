@@ -116,14 +116,31 @@ def _warmup(args) -> int:
     from .core.primitive import REGISTRY
     covered = set()
     work = [(program, dtype) for dtype in args.dtype for program in _programs()]
-    for program, dtype in tqdm(work, desc="compiling kernels", disable=None):
+    for program, dtype in tqdm(work, desc="compiling kernels into numba's cache", disable=None):
         graph, feeds = _exercise(program, np.dtype(dtype))
-        graph.compile()(**feeds)
+        _train_step(graph.compile()(**feeds)[1:], [feeds[name] for name in _PARAMETERS])
         covered |= {n.op for n in graph.nodes}
     missing = sorted(set(REGISTRY) - covered)
-    print(f"compiled the kernels of {len(REGISTRY) - len(missing)} primitives for {', '.join(args.dtype)}"
-          + (f"; not exercised: {', '.join(missing)}" if missing else ""))
+    print(f"compiled the kernels of {len(REGISTRY) - len(missing)} primitives and of the optimizers for "
+          f"{', '.join(args.dtype)}" + (f"; not exercised: {', '.join(missing)}" if missing else ""))
     return 0
+
+
+def _train_step(grads: list, values: list) -> None:
+    """What the Trainer does with gradients, so that its kernels compile too: accumulate two micro-batches,
+    clip their norm, and take a step of every optimizer (on copies of ``values``)."""
+    from .core.parameter import Parameter
+    from .train import SGD, Adam, AdamW, GradientAccumulator, clip_grad_norm
+    accumulator = GradientAccumulator()
+    for _ in range(2):
+        accumulator.add(grads)
+    clip_grad_norm(accumulator.grads, 1e-3)
+    params = [(name, Parameter(value.copy())) for name, value in zip(_PARAMETERS, values)]
+    for optimizer in (SGD(params, lr=0.1, momentum=0.9), Adam(params), AdamW(params)):
+        optimizer.step(accumulator.grads)
+
+
+_PARAMETERS = ["x", "y", "table"]
 
 
 def _programs() -> list:
@@ -142,13 +159,13 @@ def _programs() -> list:
         return ag.mean(ag.transpose(ag.reshape(h, (2, 3, 2, 2)), (0, 1, 3, 2))) + ag.sum(ag.max(h * y, 0))
 
     def normalization(x, y, tokens, table):
-        logits = ag.layer_norm(x, eps=1e-5)
+        logits = ag.layer_norm(x, table[0], table[1], eps=1e-5)
         return ag.cross_entropy(logits, tokens) + ag.mean(ag.log_softmax(logits)) + ag.sum(ag.softmax(y, mask=x > 0))
 
     def attention(x, y, tokens, table):
         e = ag.embedding(table, tokens) + ag.embedding(table, ag.arange(tokens))
         a = ag.scaled_dot_product_attention(e, x, ag.dropout(y, 0.1), causal=True)
-        return ag.sum(a @ ag.embedding(table, ag.relative_distance(a, a, 2))[0].mT)
+        return ag.sum(a @ ag.embedding(table, ag.relative_distance(a, a, 2))[0].mT) + ag.sum(a @ e.mT)
 
     return [elementwise, shapes, normalization, attention]
 
@@ -159,7 +176,7 @@ def _exercise(program, dtype: np.dtype):
     rng = np.random.default_rng(0)
     feeds = dict(x=rng.standard_normal((2, 3, 4)).astype(dtype), y=rng.standard_normal((2, 3, 4)).astype(dtype),
                  tokens=np.array([[0, 1, 2], [3, 0, 1]]), table=rng.standard_normal((5, 4)).astype(dtype))
-    return ag.trace(program, **feeds).grad(wrt=["x", "y", "table"]), feeds
+    return ag.trace(program, **feeds).grad(wrt=_PARAMETERS), feeds
 
 
 def _graph(args):

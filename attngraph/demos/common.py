@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from numba.core import event
+from tqdm.auto import tqdm
 
 from ..core import Input
 from ..render.curves import line_chart
@@ -120,17 +122,21 @@ class Run:
               steps: int | None = None, **options) -> Trainer:
         """Train with ``attngraph.train.Trainer`` (``options`` are its keyword arguments) for ``--steps``
         steps; logs every step to train.jsonl, and prints progress when stderr is not a terminal (on a
-        terminal, the trainer's progress bar shows it)."""
+        terminal, the trainer's progress bar shows it). Kernels that numba compiles meanwhile (on a first
+        run, in the first step) are shown by ``CompileProgress``."""
         metrics_path = self.path("train.jsonl")
         metrics_path.unlink(missing_ok=True)            # the trainer appends
         steps = self.args.steps if steps is None else steps
         callbacks = list(options.pop("callbacks", ()))
         if not sys.stderr.isatty():
             callbacks.append(_printer(steps))
+        progress = CompileProgress()
         self.trainer = Trainer(model, loss_fn, optimizer, metrics_path=metrics_path, seed=self.seed,
-                               callbacks=callbacks, **options)
+                               callbacks=[progress.close, *callbacks], **options)
         started = time.perf_counter()
-        self.trainer.fit(batches, steps)
+        with event.install_listener("numba:compile", progress):
+            self.trainer.fit(batches, steps)
+        progress.close()
         self.train_seconds += time.perf_counter() - started
         return self.trainer
 
@@ -184,6 +190,37 @@ class Run:
         print(json.dumps(shown, indent=2, ensure_ascii=False))
         print(f"wrote {', '.join(self.files)} in {self.out}")
         return result
+
+
+class CompileProgress(event.Listener):
+    """A listener of numba's compile events that shows the kernels being compiled: on a terminal (stderr) a
+    tqdm bar counting them, else one printed line when the first one starts. ``close`` (also a Trainer
+    callback: the first step's record ends the compiling) removes the bar; a later compile shows a new one."""
+
+    MESSAGE = "compiling kernels (first run; cached afterwards)"
+
+    def __init__(self):
+        self.depth = 0          # a kernel's compile nests its helpers' compiles: only the outer ones count
+        self.bar: tqdm | None = None
+
+    def on_start(self, event) -> None:
+        self.depth += 1
+        if self.depth == 1:
+            if self.bar is None:
+                self.bar = tqdm(desc=self.MESSAGE, unit=" kernels", disable=None, leave=False)
+                if self.bar.disable:
+                    print(f"{self.MESSAGE}...", flush=True)
+            self.bar.set_postfix_str(event.data["dispatcher"].py_func.__qualname__, refresh=False)
+
+    def on_end(self, event) -> None:
+        self.depth -= 1
+        if self.depth == 0:
+            self.bar.update(1)
+
+    def close(self, *_) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 class BestParameters:
