@@ -1,11 +1,22 @@
-"""The first training step of the gpt_step case, timed from before ``import attngraph``: tracing,
+"""The first training step in a fresh process, timed from before ``import attngraph``: tracing,
 differentiation, compilation and numba's kernel compilation (or cache loading) included. Prints one JSON
-object: {"seconds", "import_s", "trace_s", "step_s"}. Run by the ``compile`` case in a fresh process."""
+object. Run it with an empty ``NUMBA_CACHE_DIR`` for a cold start, then again for a warm one.
+
+    python -m benchmarks.first_step [gpt]   the gpt_step case (run by the ``compile`` case):
+                                            {"seconds", "import_s", "trace_s", "step_s"}
+    python -m benchmarks.first_step copy    the copy demo (``attngraph demo copy``, its defaults, one thread):
+                                            {"seconds", "import_s", "setup_s", "step_s"}; setup is the demo's
+                                            data and model, and its first step traces and compiles the graph
+"""
+import contextlib
+import io
 import json
+import sys
+import tempfile
 import time
 
 
-def main() -> None:
+def gpt() -> dict:
     start = time.perf_counter()
     import numpy as np
 
@@ -25,9 +36,30 @@ def main() -> None:
     _, *grads = step(tokens=tokens, targets=targets)
     AdamW([(node.name, node.value) for node in params]).step(grads)
     done = time.perf_counter()
-    print(json.dumps({"seconds": done - start, "import_s": imported - start, "trace_s": traced - imported,
-                      "step_s": done - traced}))
+    return {"seconds": done - start, "import_s": imported - start, "trace_s": traced - imported,
+            "step_s": done - traced}
+
+
+def copy() -> dict:
+    """The demo trains one step (``--steps 1``); ``Run.train`` is timed by wrapping it."""
+    start = time.perf_counter()
+    from attngraph.demos import common, copy
+
+    imported = time.perf_counter()
+    train, marks = common.Run.train, {}
+
+    def timed_train(run, *args, **options):
+        marks["setup"] = time.perf_counter()
+        trainer = train(run, *args, **options)
+        marks["step"] = time.perf_counter()
+        return trainer
+
+    common.Run.train = timed_train
+    with tempfile.TemporaryDirectory() as out, contextlib.redirect_stdout(io.StringIO()):
+        copy.main(["--steps", "1", "--heldout", "1", "--out", out])
+    return {"seconds": marks["step"] - start, "import_s": imported - start, "setup_s": marks["setup"] - imported,
+            "step_s": marks["step"] - marks["setup"]}
 
 
 if __name__ == "__main__":
-    main()
+    print(json.dumps({"gpt": gpt, "copy": copy}[(sys.argv[1:] or ["gpt"])[0]]()))

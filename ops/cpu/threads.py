@@ -7,7 +7,9 @@ kernel, compiled at their first call: a serial one, which runs when its first ar
 ``PARALLEL_MIN_SIZE`` elements (NUMBA.md: threads pay from ~10-50k elements) or Numba has one thread, and a
 ``parallel=True`` one for the rest. A parallel compile costs ~3x a serial one: the ten parallel kernels of
 the copy demo's training step took 14.1 s to compile as parallel kernels and 4.7 s as serial ones (cold
-cache, load ~2), so a program on one thread, as the demos run, or on small arrays never pays for it.
+cache, load ~2), so a program on one thread, as the demos run, or on small arrays never pays for it. The
+twins agree to the last bit but where LLVM vectorizes a fastmath sum in another order (1 ulp seen in the
+cross-entropy backward), as the parallel kernel on one and on two threads do.
 
 Larger kernels still meet the barriers, where GNU OpenMP's threads spin (300,000 rounds by default) in
 the hope that the others arrive soon: with another process on one of the two cores, the spinning thread
