@@ -1,14 +1,19 @@
 """The command line: every command runs; bad arguments print one line and exit with 2, never a traceback (the
 hostile-input cases are in tests/robustness/test_cli.py)."""
+import io
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from numba import njit
+from numba.core import event
+from tqdm import tqdm
 
 from attngraph import models
 from attngraph.cli import _exercise, _programs, main
 from attngraph.core.primitive import REGISTRY
+from attngraph.demos import common
 from attngraph.models import registry
 
 MODEL_FILE = Path(__file__).parent / "inspect" / "transformer.py"
@@ -70,6 +75,45 @@ def test_warmup_exercises_every_primitive(capsys):
     assert {n.op for program in _programs() for n in _exercise(program, float)[0].nodes} >= set(REGISTRY)
     code, out, _ = run(capsys, "warmup", "--dtype", "float64")
     assert code == 0 and f"compiled the kernels of {len(REGISTRY)} primitives" in out
+
+
+@pytest.mark.slow          # compiles the float32 kernels when numba's cache is cold
+def test_warmup_compiles_every_kernel_of_the_copy_demo_s_training(capsys, tmp_path):
+    assert run(capsys, "warmup", "--dtype", "float32")[0] == 0
+    compiled = _Compiled()
+    with event.install_listener("numba:compile", compiled):
+        assert run(capsys, "demo", "copy", "--steps", "2", "--heldout", "4", "--out", str(tmp_path))[0] == 0
+    assert compiled.names == []
+
+
+class _Compiled(event.Listener):
+    """The functions numba compiles while it listens."""
+
+    def __init__(self):
+        self.names = []
+
+    def on_start(self, event):
+        self.names.append(event.data["dispatcher"].py_func.__qualname__)
+
+    def on_end(self, event):
+        pass
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_demos_show_the_kernels_numba_compiles(capsys, monkeypatch, terminal):
+    """Two kernels compiled (each compiling a helper: not counted): a bar on terminals, else one line."""
+    bar = io.StringIO()
+    monkeypatch.setattr(common, "tqdm", lambda **options: tqdm(**{**options, "file": bar, "disable": not terminal}))
+    plus_one = njit(lambda x: x + 1)
+    progress, kernel = common.CompileProgress(), njit(lambda x: 2 * plus_one(x))
+    with event.install_listener("numba:compile", progress):
+        assert kernel(1) == 4 and kernel(1.5) == 5.0 and kernel(2) == 6
+        counted = progress.bar.n
+    progress.close()
+    printed = capsys.readouterr().out
+    assert printed == ("" if terminal else f"{common.CompileProgress.MESSAGE}...\n")
+    assert (counted, common.CompileProgress.MESSAGE in bar.getvalue()) == ((2, True) if terminal else (0, False))
+    assert progress.depth == 0 and progress.bar is None
 
 
 @pytest.mark.parametrize("argv", [
