@@ -92,9 +92,10 @@ threads: venv
 endif
 
 # --- numba's kernels, compiled into its on-disk cache (ops/cpu/__pycache__) as a build step ------
-# Compiling them lazily made the copy demo's first training step take ~18 s on a fresh clone; from the
-# cache it takes ~1 s. `attngraph warmup` compiles what the demos (float32) and the tests (float64 too)
-# use, with a progress bar; it runs again when a kernel's source changes (numba then recompiles it).
+# Compiled lazily, they made the copy demo's first training step take 15-18 s on a fresh clone; from the
+# cache it takes ~1 s (3 s from the start of the process). `attngraph warmup` (~30 s for float32) compiles
+# what the demos (float32) and the tests (float64 too) use, with a progress bar; it runs again when a
+# kernel's source changes (numba then recompiles it).
 KERNELS := $(wildcard ops/cpu/*.py)
 
 $(VENV)/.warm-%: $(STAMP) $(KERNELS) | threads
