@@ -9,13 +9,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from typing import Callable
 
 import numpy as np
 
 import attngraph as ag
 from attngraph.inspect.flops import total_flops
+from attngraph.models import tasks
 from attngraph.models.gpt import GPT
+from attngraph.models.han import HAN
+from attngraph.models.seq2seq import BahdanauSeq2Seq
 from attngraph.train.optim import AdamW
 
 from . import numpy_reference as npr
@@ -75,36 +79,45 @@ def gradient_step(f, arrays: dict[str, np.ndarray], wrt: list[str]) -> Callable:
     return lambda: step(**arrays)
 
 
-GPT_TARGETS = {"torch": 1.0, "jax": 1.0, "torch.compile": 1.2}
+STEP_TARGETS = {"torch": 1.0, "jax": 1.0, "torch.compile": 1.2}
 
 
-def gpt(width: int, heads: int, layers: int, length: int, batch: int, rounds: int, name: str) -> dict:
-    """A training step of GPT (vocabulary 65, d_ff = 4·width, no dropout): forward, backward, AdamW; against
-    PyTorch eager, torch.compile and JAX's jit. ``gflops``: each side's rate on the step's FLOPs (attngraph's
-    count of its graph), and ``sgemm_gflops`` the machine's ceiling, NumPy's 1024³ float32 product."""
-    vocab, rng = 65, np.random.default_rng(0)
-    tokens, targets = (rng.integers(0, vocab, (batch, length)) for _ in range(2))
-    model = GPT(vocab, width, heads, layers, 4 * width, length, dropout=0.0, rng=rng)
-    graph = ag.trace(lambda tokens, targets: ag.cross_entropy(model(tokens), targets), tokens=tokens,
-                     targets=targets)
+def training_step(name: str, config: dict, loss: Callable, batch: dict[str, np.ndarray], references: dict,
+                  rounds: int) -> dict:
+    """A training step of the scalar ``loss(**batch)`` of a model's parameters: forward, backward, AdamW
+    (lr 3e-4); against ``references`` (PyTorch eager, torch.compile, JAX's jit). ``gflops``: each side's rate
+    on the step's FLOPs (attngraph's count of its graph), and ``sgemm_gflops`` the machine's ceiling, NumPy's
+    1024³ float32 product."""
+    graph = ag.trace(loss, **batch)
     params = [node for node in graph.parameters.values() if not node.stop_gradient]
     gradient = graph.grad(wrt=params)
     step = gradient.compile()
     optimizer = AdamW([(node.name, node.value) for node in params], lr=3e-4)
 
     def attngraph_step():
-        _, *grads = step(tokens=tokens, targets=targets)
+        _, *grads = step(**batch)
         optimizer.step(grads)
 
-    shape = (vocab, width, heads, layers, tokens, targets)
-    config = dict(vocab=vocab, width=width, heads=heads, layers=layers, T=length, batch=batch, optimizer="AdamW")
-    record = versus(name, config, attngraph_step,
-                    {"torch": tr and tr.gpt_step(*shape), "torch.compile": tr and tr.gpt_step(*shape, compiled=True),
-                     "jax": jr and jr.gpt_step(*shape)}, rounds, *ratios_at_most(GPT_TARGETS))
+    record = versus(name, {**config, "optimizer": "AdamW"}, attngraph_step, references, rounds,
+                    *ratios_at_most(STEP_TARGETS))
     flops = total_flops(gradient)
     record["gflops"] = {side: flops / record[side]["median_s"] / 1e9 for side in ("attngraph", *record["ratio"])}
     record["sgemm_gflops"] = sgemm_gflops()
     return record
+
+
+def gpt(width: int, heads: int, layers: int, length: int, batch: int, rounds: int, name: str) -> dict:
+    """A training step of GPT (vocabulary 65, d_ff = 4·width, no dropout) on the next-token cross-entropy."""
+    vocab, rng = 65, np.random.default_rng(0)
+    tokens, targets = (rng.integers(0, vocab, (batch, length)) for _ in range(2))
+    model = GPT(vocab, width, heads, layers, 4 * width, length, dropout=0.0, rng=rng)
+    shape = (vocab, width, heads, layers, tokens, targets)
+    return training_step(name, dict(vocab=vocab, width=width, heads=heads, layers=layers, T=length, batch=batch),
+                         lambda tokens, targets: ag.cross_entropy(model(tokens), targets),
+                         dict(tokens=tokens, targets=targets),
+                         {"torch": tr and tr.gpt_step(*shape),
+                          "torch.compile": tr and tr.gpt_step(*shape, compiled=True),
+                          "jax": jr and jr.gpt_step(*shape)}, rounds)
 
 
 def sgemm_gflops(n: int = 1024, repeats: int = 9) -> float:
@@ -135,6 +148,43 @@ def gpt_step_large(rounds: int) -> dict:
 def gpt_step_long(rounds: int) -> dict:
     """Long context: T = 1024, where attention's Tq × Tk work outweighs the products."""
     return gpt(128, 4, 2, 1024, 4, max(3, rounds // 3), "gpt_step_long")
+
+
+def model_step(name: str, model, sizes: dict, loss: Callable, batch: dict[str, np.ndarray], torch_step, jax_loss,
+               rounds: int) -> dict:
+    """A training step of an attngraph model against the same model's ``torch_step`` (torch_reference; eager
+    and compiled) and ``jax_loss`` (jax_reference; the whole step one jit), every side starting from the
+    attngraph model's parameters (None where the library is not installed)."""
+    state, arrays = model.state_dict(), list(batch.values())
+    return training_step(name, {**sizes, **{key: list(array.shape) for key, array in batch.items()}}, loss, batch,
+                         {"torch": torch_step and torch_step(state, sizes, *arrays),
+                          "torch.compile": torch_step and torch_step(state, sizes, *arrays, compiled=True),
+                          "jax": jax_loss and jr.training_step(jax_loss, jr.tree(state), *arrays)}, rounds)
+
+
+@case
+def seq2seq_step(rounds: int) -> dict:
+    """BahdanauSeq2Seq (bidirectional GRU encoder, additive attention, GRU decoder, tanh readout) on sequence
+    reversal: sources of 1-12 tokens padded to 12 (masked), targets of 13, teacher forcing, cross-entropy over
+    the non-PAD targets."""
+    rng = np.random.default_rng(0)
+    sizes = dict(vocab=32, embed_dim=32, hidden=64)
+    model = BahdanauSeq2Seq(sizes["vocab"], sizes["vocab"], sizes["embed_dim"], sizes["hidden"], rng=rng)
+    return model_step("seq2seq_step", model, sizes, partial(tasks.reversal_loss, model),
+                      tasks.reversal(rng, 64, 12, sizes["vocab"]), tr and tr.seq2seq_step, jr and jr.seq2seq_loss,
+                      rounds)
+
+
+@case
+def han_step(rounds: int) -> dict:
+    """HAN (word and sentence bidirectional GRUs, attention pooling at both levels) classifying documents of
+    1-6 sentences of 1-10 words padded to 6 × 10, both levels masked; cross-entropy over 2 classes."""
+    rng = np.random.default_rng(0)
+    sizes = dict(vocab=64, embed_dim=32, word_hidden=64, sentence_hidden=64, attention_dim=64, classes=2)
+    model = HAN(**sizes, rng=rng)
+    documents, labels = tasks.keyword_documents(rng, 32, 6, 10, sizes["vocab"])
+    return model_step("han_step", model, sizes, lambda documents, labels: ag.cross_entropy(model(documents), labels),
+                      dict(documents=documents, labels=labels), tr and tr.han_step, jr and jr.han_loss, rounds)
 
 
 def attention_case(name: str, batch: int, heads: int, length: int, dim: int, rounds: int, target) -> dict:

@@ -1,0 +1,75 @@
+"""The benchmarks' PyTorch and JAX models compute the function of the attngraph model they are timed against:
+loaded with its parameters, the same loss and the same gradients of every parameter, padding included.
+Skipped where PyTorch or JAX is not installed (the ``bench`` extra)."""
+import os
+from functools import partial
+
+import numpy as np
+import pytest
+
+import attngraph as ag
+from attngraph.models import tasks
+from attngraph.models.han import HAN
+from attngraph.models.seq2seq import BahdanauSeq2Seq
+from attngraph.models.tokens import PAD
+
+# XLA's backend optimizations take half of the seconds JAX's side needs here (compiling) and change results
+# only by rounding; this takes effect only where no other test has loaded JAX before.
+os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
+
+SEQ2SEQ = dict(vocab=10, embed_dim=8, hidden=12)
+HAN_SIZES = dict(vocab=10, embed_dim=8, word_hidden=6, sentence_hidden=8, attention_dim=8, classes=3)
+
+
+def seq2seq(rng):
+    model = BahdanauSeq2Seq(SEQ2SEQ["vocab"], SEQ2SEQ["vocab"], SEQ2SEQ["embed_dim"], SEQ2SEQ["hidden"], rng=rng)
+    batch = tasks.reversal(rng, 6, 5, SEQ2SEQ["vocab"])
+    assert (batch["src"] == PAD).any() and (batch["tgt_out"] == PAD).any()      # padding is exercised
+    return model, SEQ2SEQ, partial(tasks.reversal_loss, model), batch
+
+
+def han(rng):
+    model = HAN(**HAN_SIZES, rng=rng)
+    documents, _ = tasks.keyword_documents(rng, 6, 3, 4, HAN_SIZES["vocab"])
+    labels = rng.integers(0, HAN_SIZES["classes"], len(documents))
+    assert (documents[:, :, 0] == PAD).any() and (documents[:, :, -1] == PAD).any()  # empty sentences, short ones
+    return (model, HAN_SIZES, lambda documents, labels: ag.cross_entropy(model(documents), labels),
+            dict(documents=documents, labels=labels))
+
+
+def attngraph_loss_and_grads(loss, batch):
+    graph = ag.trace(loss, **batch)
+    params = [node for node in graph.parameters.values() if not node.stop_gradient]
+    value, *grads = graph.grad(wrt=params).compile()(**batch)
+    return value, {node.name: grad for node, grad in zip(params, grads)}
+
+
+def torch_loss_and_grads(name, model, sizes, arrays):
+    torch = pytest.importorskip("torch")
+    from benchmarks import torch_reference as tr
+    reference = tr.load({"seq2seq": tr.Seq2Seq, "han": tr.HAN}[name](**sizes), model.state_dict())
+    value = getattr(tr, f"{name}_loss")(reference, *map(torch.from_numpy, arrays))
+    value.backward()
+    return value.item(), {key: (p.grad.T if transposed else p.grad).numpy()
+                          for key, p, transposed in tr.attngraph_parameters(reference)}
+
+
+def jax_loss_and_grads(name, model, sizes, arrays):
+    jax = pytest.importorskip("jax")
+    from benchmarks import jax_reference as jr
+    value, grads = jax.jit(jax.value_and_grad(getattr(jr, f"{name}_loss")))(jr.tree(model.state_dict()), *arrays)
+    return float(value), {".".join(key.key for key in path): np.asarray(grad)
+                          for path, grad in jax.tree_util.tree_flatten_with_path(grads)[0]}
+
+
+@pytest.mark.parametrize("reference", [torch_loss_and_grads, jax_loss_and_grads], ids=["torch", "jax"])
+@pytest.mark.parametrize("build", [seq2seq, han], ids=["seq2seq", "han"])
+def test_reference_matches_attngraph(build, reference):
+    model, sizes, loss, batch = build(np.random.default_rng(0))
+    expected_value, expected = attngraph_loss_and_grads(loss, batch)
+    value, grads = reference(build.__name__, model, sizes, list(batch.values()))
+    np.testing.assert_allclose(value, expected_value, rtol=1e-5)
+    assert grads.keys() == expected.keys()
+    for key, grad in expected.items():
+        assert np.abs(grad).max() > 0, key                                  # every parameter is exercised
+        np.testing.assert_allclose(grads[key], grad, rtol=1e-4, atol=1e-5, err_msg=key)
