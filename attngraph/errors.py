@@ -22,7 +22,8 @@ class BindingError(AttnGraphError, ValueError):
 
 
 class NonFiniteError(AttnGraphError, FloatingPointError):
-    """Debug mode found NaN or Inf in a node's output."""
+    """NaN or Inf where it must not be: a node's output in debug mode, a Trainer's loss with
+    ``on_nonfinite="raise"``, logits with nothing to sample from."""
 
 
 class DeviceError(AttnGraphError):

@@ -38,7 +38,7 @@ imports numba.cuda). A gradient must live where its parameter does. Only the nor
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import SimpleNamespace
 
 import numpy as np
@@ -48,6 +48,7 @@ from ops.cpu import optim as cpu_kernels
 from ..core.executor import get_device
 from ..core.parameter import Parameter
 from ..errors import CheckpointError
+from ..nn.checks import flag, non_negative, probability
 
 
 def _device_of(a) -> str:
@@ -72,17 +73,27 @@ kernels = SimpleNamespace(**{name: _on_its_device(name) for name in ("sgd", "ada
                                                                      "zeros_like", "sum_of_squares")})
 
 
+def _betas(name: str, value) -> tuple[float, float]:
+    """Adam's two decay rates, each in [0, 1)."""
+    try:
+        first, second = value
+        return probability(f"{name}[0]", first), probability(f"{name}[1]", second)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be two numbers in [0, 1), got {value!r}") from None
+
+
 class Optimizer:
     """The shared machinery: named parameters, per-parameter state arrays, the step count, checkpoints.
 
-    A subclass names its hyper-parameters besides ``lr`` (``hyperparameters``), passes their values to
-    ``__init__`` (checked and kept as attributes), names the state arrays each parameter needs under given
-    settings (``state_names``), and defines ``update``, which applies one step to one parameter."""
+    A subclass names its hyper-parameters besides ``lr``, each with its check from ``nn.checks``
+    (``hyperparameters``), passes their values to ``__init__`` (checked and kept as attributes), names the state
+    arrays each parameter needs under given settings (``state_names``), and defines ``update``, which applies
+    one step to one parameter."""
 
-    hyperparameters: tuple[str, ...] = ()
+    hyperparameters: dict[str, Callable] = {}
 
     def __init__(self, params, **settings):
-        settings = _checked(settings)
+        settings = self._checked(settings)
         self.named = _named_parameters(params)
         for name, value in settings.items():
             setattr(self, name, value)
@@ -126,6 +137,17 @@ class Optimizer:
         """One step of one parameter (``kernels`` run it on the parameter's device)."""
         raise NotImplementedError
 
+    @classmethod
+    def _checked(cls, settings: dict) -> dict:
+        """``settings`` as the optimizer keeps them (numbers as floats, ``betas`` a pair, ``nesterov`` a bool), or
+        ValueError naming the first one out of range, as PyTorch checks them: lr, momentum, eps and weight_decay
+        finite and >= 0, each beta in [0, 1) (NaN is out of every range)."""
+        checks = {"lr": non_negative, **cls.hyperparameters}
+        try:
+            return {name: checks[name](name, value) for name, value in settings.items()}
+        except TypeError as e:
+            raise ValueError(str(e)) from None
+
     def config(self) -> dict:
         """The optimizer's type and hyper-parameters (JSON-able), for checkpoints and logs."""
         return {"type": type(self).__name__, **self._settings()}
@@ -149,7 +171,8 @@ class Optimizer:
         settings = self._settings()
         problems = [f"missing: {name}" for name in settings if name not in state]
         try:
-            settings.update(_checked({name: np.asarray(state[name]).tolist() for name in settings if name in state}))
+            settings.update(self._checked({name: np.asarray(state[name]).tolist() for name in settings
+                                           if name in state}))
         except ValueError as e:
             problems.append(str(e))
         layout = {"steps": ((), np.dtype(np.int64))}
@@ -188,10 +211,17 @@ class SGD(Optimizer):
     """Stochastic gradient descent with momentum μ, Nesterov momentum and L2 weight decay λ (PyTorch's
     form, Sutskever et al. 2013): b ← μ·b + g, θ ← θ − η·(g + μ·b) with Nesterov, else θ ← θ − η·b."""
 
-    hyperparameters = ("momentum", "nesterov", "weight_decay")
+    hyperparameters = {"momentum": non_negative, "nesterov": flag, "weight_decay": non_negative}
 
     def __init__(self, params, lr: float, momentum: float = 0.0, nesterov: bool = False, weight_decay: float = 0.0):
         super().__init__(params, lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay)
+
+    @classmethod
+    def _checked(cls, settings: dict) -> dict:
+        checked = super()._checked(settings)
+        if checked.get("nesterov") and not checked.get("momentum"):
+            raise ValueError("Nesterov momentum needs momentum > 0")
+        return checked
 
     @staticmethod
     def state_names(settings):
@@ -207,7 +237,7 @@ class Adam(Optimizer):
     (L2 regularization, as PyTorch's Adam): m ← β₁m + (1−β₁)g, v ← β₂v + (1−β₂)g²,
     θ ← θ − η/(1−β₁ᵗ) · m / (√v/√(1−β₂ᵗ) + ε)."""
 
-    hyperparameters = ("betas", "eps", "weight_decay")
+    hyperparameters = {"betas": _betas, "eps": non_negative, "weight_decay": non_negative}
     kernel = staticmethod(kernels.adam)
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
@@ -232,31 +262,6 @@ class AdamW(Adam):
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.01):
         super().__init__(params, lr, betas, eps, weight_decay)
-
-
-def _checked(settings: dict) -> dict:
-    """``settings`` as the optimizers keep them — numbers as floats, ``betas`` a pair of floats, ``nesterov`` a
-    bool — or ValueError naming the first one out of range, as PyTorch checks them: lr, momentum, eps and
-    weight_decay finite and >= 0, each beta in [0, 1), Nesterov only with momentum > 0 (NaN is out of range)."""
-    checked = {}
-    for name, value in settings.items():
-        try:
-            if name == "nesterov":
-                valid, checked[name] = value in (True, False), bool(value)
-            elif name == "betas":
-                checked[name] = tuple(float(beta) for beta in value)
-                valid = len(checked[name]) == 2 and all(0 <= beta < 1 for beta in checked[name])
-            else:
-                checked[name] = float(value)
-                valid = 0 <= checked[name] < math.inf
-        except (TypeError, ValueError):
-            valid = False
-        if not valid:
-            rule = {"nesterov": "True or False", "betas": "two numbers in [0, 1)"}.get(name, "a finite number >= 0")
-            raise ValueError(f"{name} must be {rule}, got {value!r}")
-    if checked.get("nesterov") and not checked["momentum"]:
-        raise ValueError("Nesterov momentum needs momentum > 0")
-    return checked
 
 
 class GradientAccumulator:

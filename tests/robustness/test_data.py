@@ -165,6 +165,12 @@ def test_decode_rejects_ids_outside_the_vocabulary(ids):
         vocab.decode(ids)
 
 
+@pytest.mark.parametrize("ids", [[2.7, 3.9], np.array([1.0]), ["1"]])
+def test_decode_rejects_ids_that_are_not_integers(ids):
+    with pytest.raises(DataError, match="ids must be integers"):
+        Vocabulary(["a", "b"]).decode(ids)
+
+
 def test_decode_accepts_every_id_in_range():
     vocab = Vocabulary(["a", "b"])
     assert vocab.decode(np.array([3, 2, 1, 0])) == ["b", "a", "<unk>", "<pad>"]

@@ -349,7 +349,9 @@ BAD_SETTINGS = [(SGD, {"lr": -0.1}, "lr must be a finite number >= 0"), (SGD, {"
                 (SGD, {"lr": 0.1, "momentum": 0.9, "nesterov": "yes"}, "nesterov must be True or False"),
                 (Adam, {"betas": (1.0, 0.9)}, "betas must be two numbers in \\[0, 1\\)"),
                 (Adam, {"betas": (0.9,)}, "betas"), (Adam, {"betas": (0.9, -0.1)}, "betas"),
-                (Adam, {"eps": -1e-8}, "eps"), (AdamW, {"weight_decay": math.nan}, "weight_decay")]
+                (Adam, {"eps": -1e-8}, "eps"), (AdamW, {"weight_decay": math.nan}, "weight_decay"),
+                (SGD, {"lr": "0.5"}, "lr must be a number"), (SGD, {"lr": True}, "lr must be a number"),
+                (SGD, {"lr": 0.1, "momentum": 0.9, "nesterov": 1}, "nesterov must be True or False")]
 
 
 @pytest.mark.parametrize("cls, settings, message", BAD_SETTINGS, ids=lambda x: getattr(x, "__name__", repr(x)))

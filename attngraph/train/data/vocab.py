@@ -57,8 +57,10 @@ class Vocabulary:
 
     def decode(self, ids: Iterable[int], skip: Sequence[str] = ()) -> list[str]:
         """The symbols of ``ids``, leaving out those in ``skip`` (e.g. the padding). An id outside 0 ..
-        len - 1 raises ``DataError`` (a negative one is not counted from the end)."""
-        ids = np.asarray(list(ids), np.int64)
+        len - 1, or one that is not an integer, raises ``DataError`` (a negative one is not counted from the end)."""
+        ids = np.asarray(list(ids))
+        if ids.size and ids.dtype.kind not in "iu":
+            raise DataError(f"ids must be integers, got {ids.dtype} ids such as {ids.flat[0]!r}")
         wrong = ids[(ids < 0) | (ids >= len(self))]
         if wrong.size:
             raise DataError(f"id {wrong[0]} is not in the vocabulary, whose ids run from 0 to {len(self) - 1}")
