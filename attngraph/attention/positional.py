@@ -34,7 +34,7 @@ class SinusoidalPositions(Module):
     (Vaswani et al. 2017, section 3.5).
 
     x is (..., T, d). The (max_length, d) table is computed once, in NumPy, and enters the graph as a
-    constant; there is nothing to train. A run with T > max_length raises an IndexError."""
+    constant; there is nothing to train. A run with T > max_length raises a BindingError."""
 
     def __init__(self, dim: int, max_length: int = 512):
         super().__init__()
@@ -56,7 +56,7 @@ class SinusoidalPositions(Module):
 class LearnedPositions(Module):
     """x + P[:T] with P a trained (max_length, d) table, N(0, 0.02²) at the start (as GPT-2 and BERT).
 
-    x is (..., T, d); a run with T > max_length raises an IndexError."""
+    x is (..., T, d); a run with T > max_length raises a BindingError."""
 
     def __init__(self, max_length: int, dim: int, rng=None):
         super().__init__()

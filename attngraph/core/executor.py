@@ -283,8 +283,10 @@ def _owner(a: np.ndarray) -> np.ndarray:
 
 
 def _out_of_range(error: IndexError, node: Node) -> BindingError:
-    """The error for an index fed at run time that a kernel (gather, embedding) found out of range."""
-    return BindingError(f"{error}, in {node.describe()}: check the indices fed to the graph")
+    """The error for an index that a kernel (gather, embedding) found out of range at run time: one fed to the
+    graph, or one computed from the sizes fed (positions of a sequence longer than their table)."""
+    return BindingError(f"{error}, in {node.describe()}: check the indices fed to the graph, or the sizes they are "
+                        "computed from (a sequence longer than its position table)")
 
 
 def _changed(node: Node, data) -> Exception:

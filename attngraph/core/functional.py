@@ -181,6 +181,11 @@ def split(x, split_size_or_sections, axis: int = -1) -> list:
     dim = as_node(x).shape[axis]
     if isinstance(dim, str):
         raise ShapeError(f"cannot split symbolic dimension {dim} (at {user_source()})")
+    given = split_size_or_sections
+    if not all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_))
+               for n in (given if isinstance(given, (list, tuple, np.ndarray)) else [given])):
+        raise ShapeError(f"split takes an int size or a list of int sizes, got {given!r} "
+                         f"(at {user_source()})")
     if isinstance(split_size_or_sections, (int, np.integer)):
         size = int(split_size_or_sections)
         if size <= 0 and dim:
@@ -246,7 +251,7 @@ def _normalize_index(shape, key) -> tuple:
 def take(x, indices, axis: int = 0):
     """The entries of ``x`` along ``axis`` at an integer tensor's indices (``np.take``; ``x[indices]`` for
     axis 0): the result has the indices' axes in place of ``axis``. Negative indices count from the end;
-    one out of range raises ShapeError while tracing when the indices are a constant, IndexError when the
+    one out of range raises ShapeError while tracing when the indices are a constant, BindingError when the
     graph runs. The gradient scatter-adds the picked entries back."""
     _not_scalar("take", x)
     axis, shape, idx = _axis(x, axis), as_node(x).shape, as_node(indices)
@@ -271,14 +276,15 @@ def take(x, indices, axis: int = 0):
 def moveaxis(x, source, destination: int):
     """Move axis (or the consecutive axes) ``source`` to position ``destination``."""
     ndim = len(as_node(x).shape)
-    source = (source,) if isinstance(source, int) else tuple(source)
+    source = tuple(_axis(x, a) for a in ((source,) if isinstance(source, (int, np.integer)) else source))
     rest = [a for a in range(ndim) if a not in source]
     return transpose(x, rest[:destination] + list(source) + rest[destination:])
 
 
 def arange(x, axis: int = -1):
     """0, 1, ..., n − 1 (int64) where n is ``x``'s length along ``axis``, read when the graph runs."""
-    return emit("arange", x, axis=axis % len(as_node(x).shape))
+    _not_scalar("arange", x)
+    return emit("arange", x, axis=_axis(x, axis))
 
 
 def relative_distance(q, k, max_distance: int):

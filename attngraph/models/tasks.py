@@ -16,7 +16,8 @@ from .tokens import BOS, EOS, FIRST, PAD, pad, vocabulary
 def reversal(rng: np.random.Generator, size: int, length: int, vocab: int) -> dict[str, np.ndarray]:
     """Sequence reversal with padding: src = x₁ … x_n (1 ≤ n ≤ length, ordinary tokens < vocab),
     tgt_in = BOS x_n … x₁ and tgt_out = x_n … x₁ EOS, each padded to length + 1."""
-    sources = [rng.integers(FIRST, vocabulary("vocab", vocab), rng.integers(1, length + 1)) for _ in range(size)]
+    vocab = vocabulary("vocab", vocab)
+    sources = [rng.integers(FIRST, vocab, rng.integers(1, length + 1)) for _ in range(size)]
     return dict(src=pad(sources, length),
                 tgt_in=pad([[BOS, *s[::-1]] for s in sources], length + 1),
                 tgt_out=pad([[*s[::-1], EOS] for s in sources], length + 1))

@@ -148,8 +148,8 @@ class Recurrent(Module):
 
     def __init__(self, cell: Module, backward_cell: Module | None = None):
         super().__init__()
-        self.cell = module("cell", cell)
-        self.backward_cell = None if backward_cell is None else module("backward_cell", backward_cell)
+        self.cell = _cell("cell", cell)
+        self.backward_cell = None if backward_cell is None else _cell("backward_cell", backward_cell)
 
     @property
     def bidirectional(self) -> bool:
@@ -184,6 +184,16 @@ class Recurrent(Module):
 
     def extra_repr(self) -> str:
         return f"bidirectional={self.bidirectional}"
+
+
+def _cell(name: str, value) -> Module:
+    """A module with the cell protocol that ``Recurrent`` calls: ``initial_state``, ``project`` and ``step``."""
+    missing = [method for method in ("initial_state", "project", "step")
+               if not callable(getattr(module(name, value), method, None))]
+    if missing:
+        raise TypeError(f"{name} must be a recurrent cell with initial_state, project and step (as GRUCell); "
+                        f"{type(value).__name__} lacks {', '.join(missing)}")
+    return value
 
 
 class GRU(Recurrent):

@@ -73,6 +73,8 @@ CASES = {
     "lstmcell input 0": (lambda: LSTMCell(0, 4), ValueError, r"input_size must be an int >= 1, got 0"),
     "recurrent str cell": (lambda: Recurrent("gru"), TypeError, r"cell must be an attngraph Module instance"),
     "recurrent int backward": (lambda: Recurrent(GRUCell(2, 2), 3), TypeError, r"backward_cell must be an"),
+    "recurrent cell without step": (lambda: Recurrent(Linear(2, 2)), TypeError,
+                                    r"cell must be a recurrent cell .* Linear lacks initial_state, project, step"),
     # attention
     "mha heads 0": (lambda: MultiHeadAttention(8, 0), ValueError, r"heads must be an int >= 1, got 0"),
     "mha heads -2": (lambda: MultiHeadAttention(8, -2), ValueError, r"heads must be an int >= 1, got -2"),

@@ -372,3 +372,11 @@ def test_an_index_fed_out_of_range_is_a_binding_error_naming_the_node(debugging,
     with ag.debug(debugging), pytest.raises(ag.BindingError, match=r"out of range .*gather.*indices fed"):
         run(t=table, i=np.array([0, bad]))
     np.testing.assert_array_equal(run(t=table, i=np.array([4, -5])), table[[4, 0]] * 2)
+
+
+def test_a_sequence_longer_than_its_position_table_is_a_binding_error():
+    positions = ag.attention.LearnedPositions(4, 3)
+    run = ag.trace(positions, x=ag.Input((1, "T", 3))).compile()
+    assert run(x=np.zeros((1, 4, 3), np.float32)).shape == (1, 4, 3)
+    with pytest.raises(ag.BindingError, match="out of range .*position table"):
+        run(x=np.zeros((1, 6, 3), np.float32))

@@ -44,6 +44,23 @@ def test_split_rejects_bad_sizes(x, arg):
         run(lambda x: ag.split(x, arg, axis=0), x)
 
 
+@pytest.mark.parametrize("arg", [True, 2.0, [1.5, 3.5], [True, 4]])
+def test_split_sizes_must_be_ints(arg):
+    with pytest.raises(ag.ShapeError, match="split takes an int size or a list of int sizes"):
+        run(lambda x: ag.split(x, arg, axis=0), np.ones(5))
+
+
+@pytest.mark.parametrize("op", [lambda x: ag.arange(x, axis=2), lambda x: ag.moveaxis(x, 2, 0),
+                                lambda x: ag.arange(ag.sum(x))], ids=["arange", "moveaxis", "arange-0-d"])
+def test_axis_arguments_out_of_range_raise_instead_of_wrapping(op):
+    with pytest.raises(ag.ShapeError):
+        run(op, np.ones((2, 3)))
+
+
+def test_moveaxis_takes_negative_axes():
+    np.testing.assert_array_equal(run(lambda x: ag.moveaxis(x, -1, 0), X), np.moveaxis(X, -1, 0))
+
+
 # minimum: its own primitive, exact for every dtype; ties split the gradient as in torch.
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8])

@@ -33,7 +33,7 @@ def cse(graph: Graph) -> Graph:
 def _key(node, inputs):
     """What makes ``node`` the same computation as another, or None when it must stay on its own."""
     if node.op == "constant" and node.value.size <= MAX_CONSTANT:
-        return "constant", node.dtype, node.shape, np.asarray(node.value).tobytes()
+        return "constant", node.dtype, node.shape, node.value.tobytes()
     if node.kind != "call":
         return None
     try:

@@ -39,18 +39,3 @@ def logical(*nodes):
     if any(n.dtype != np.bool_ for n in nodes):
         raise TypeError("logical ops take boolean inputs")
     return broadcast(*(n.shape for n in nodes)), np.dtype(bool)
-
-
-def normalize_axes(axes, ndim: int) -> tuple[int, ...]:
-    """Sorted, non-negative, unique axes; ``None`` means all."""
-    if axes is None:
-        return tuple(range(ndim))
-    axes = (axes,) if isinstance(axes, int) else tuple(axes)
-    out = []
-    for a in axes:
-        if not -ndim <= a < ndim:
-            raise ValueError(f"axis {a} is out of range for {ndim} dimensions")
-        out.append(a % ndim)
-    if len(set(out)) != len(out):
-        raise ValueError(f"repeated axis in {axes}")
-    return tuple(sorted(out))
