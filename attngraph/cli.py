@@ -239,10 +239,12 @@ def _defaults(function) -> dict:
 def _check_output_file(args) -> None:
     """``render --out``: a file name with a known suffix, in a folder that exists (created if need be) and can
     be written, checked before the graph is built."""
-    from .render.graph import FORMATS
+    from .render.graph import RenderError, format_of
     out = Path(args.out)
-    if out.suffix.lower().lstrip(".") not in FORMATS:
-        args.parser.error(f"--out {out}: the suffix gives the format, one of {', '.join('.' + f for f in FORMATS)}")
+    try:
+        format_of(out)
+    except RenderError as e:
+        args.parser.error(f"--out {out}: {e}")
     if out.is_dir():
         args.parser.error(f"--out {out} is a folder; give a file name such as {out / 'graph.svg'}")
     try:

@@ -134,9 +134,11 @@ class Run:
         self.trainer = Trainer(model, loss_fn, optimizer, metrics_path=metrics_path, seed=self.seed,
                                callbacks=[progress.close, *callbacks], **options)
         started = time.perf_counter()
-        with event.install_listener("numba:compile", progress):
-            self.trainer.fit(batches, steps)
-        progress.close()
+        try:
+            with event.install_listener("numba:compile", progress):
+                self.trainer.fit(batches, steps)
+        finally:
+            progress.close()
         self.train_seconds += time.perf_counter() - started
         return self.trainer
 

@@ -50,13 +50,20 @@ class RenderError(AttnGraphError):
     """The graph could not be laid out (e.g. graphviz's ``dot`` is missing)."""
 
 
+def format_of(path: Path) -> str:
+    """The format that ``path``'s suffix names (``svg``, ``png``, ``pdf``, ``dot``; any case), or RenderError."""
+    fmt = path.suffix.lstrip(".").lower()
+    if fmt not in FORMATS:
+        raise RenderError(f"cannot render to {path.name!r}: the suffix gives the format, one of "
+                          f"{', '.join('.' + f for f in FORMATS)}")
+    return fmt
+
+
 def render_graph(graph: Graph, path, **options) -> Path:
     """Write ``graph`` to ``path``; the format comes from the suffix (.svg, .png, .pdf, .dot). The ``.dot``
     beside it is always written, even when laying it out fails."""
     path = Path(path)
-    fmt = path.suffix.lstrip(".").lower()
-    if fmt not in FORMATS:
-        raise RenderError(f"cannot render to {path.name!r}: use one of {', '.join('.' + f for f in FORMATS)}")
+    fmt = format_of(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     source, dot_path = to_dot(graph, **options).source, path.with_suffix(".dot")
     dot_path.write_text(source, encoding="utf-8")
