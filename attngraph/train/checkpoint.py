@@ -28,18 +28,15 @@ still read, its hyper-parameters taken from the metadata.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-import os
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
 from ..errors import CheckpointError
+from . import files
 
 FORMAT = 2
 FLOAT = "$float"        # the key of a non-finite float in the metadata: {"$float": "nan"}
@@ -80,14 +77,17 @@ def save(path, model, optimizer=None, metadata: dict | None = None) -> Path:
     if optimizer is not None:
         arrays.update({f"optim/{key}": a for key, a in optimizer.state_dict().items()})
     arrays["meta.json"] = np.frombuffer(text.encode(), np.uint8)
-    _write_atomically(npz, lambda f: np.savez(f, **arrays))
+    try:
+        files.write_atomically(npz, lambda f: np.savez(f, **arrays))
+    except OSError as e:
+        raise CheckpointError(f"cannot write the checkpoint {npz}: {e}") from e
     return npz
 
 
 def read(path) -> Checkpoint:
     """The parameters, optimizer state and metadata stored at ``path``, without loading them anywhere."""
     npz = file_of(path)
-    _remove_stale_temporaries(npz)
+    files.remove_stale_temporaries(npz)
     if not npz.is_file():
         raise CheckpointError(f"no checkpoint at {npz}")
     try:
@@ -175,60 +175,3 @@ def _strict(value):
 def _float_of(obj: dict):
     """``json.loads``'s object hook that undoes ``_strict``'s tags."""
     return float(obj[FLOAT]) if obj.keys() == {FLOAT} else obj
-
-
-def _write_atomically(target: Path, write: Callable) -> None:
-    """Call ``write(file)`` on a temporary file beside ``target``, sync it, rename it to ``target`` and sync the
-    folder; an ``OSError`` becomes ``CheckpointError`` naming ``target``, and the temporary file is deleted."""
-    temporary = None
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _remove_stale_temporaries(target)
-        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, target)
-        _sync_folder(target.parent)
-    except BaseException as e:
-        if temporary is not None:
-            Path(temporary).unlink(missing_ok=True)
-        if isinstance(e, OSError):
-            raise CheckpointError(f"cannot write the checkpoint {target}: {e}") from e
-        raise
-
-
-def _remove_stale_temporaries(target: Path) -> None:
-    """Delete the temporary files that saves of ``target`` left behind when their process died mid-save."""
-    prefix = f".{target.name}."
-    with contextlib.suppress(OSError):
-        for entry in target.parent.iterdir():
-            pid = entry.name.removeprefix(prefix).split(".")[0]
-            ours = entry.name.startswith(prefix) and entry.name.endswith(".tmp") and pid.isdigit()
-            if ours and not _running(int(pid)):
-                entry.unlink(missing_ok=True)
-
-
-def _running(pid: int) -> bool:
-    """Whether process ``pid`` exists. On Windows, assume not: it refuses to delete a file still open."""
-    if os.name == "nt":
-        return False
-    try:
-        os.kill(pid, 0)
-    except PermissionError:             # a process of another user
-        return True
-    except (OSError, OverflowError):
-        return False
-    return True
-
-
-def _sync_folder(folder: Path) -> None:
-    """Make a rename in ``folder`` durable (POSIX: Windows cannot open a folder)."""
-    if os.name == "nt":
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -14,7 +14,7 @@ import pytest
 
 import attngraph as ag
 from attngraph.nn import MLP, init
-from attngraph.train import SGD, Adam, AdamW, Trainer, checkpoint, schedules
+from attngraph.train import SGD, Adam, AdamW, Trainer, checkpoint, files, schedules
 from attngraph.train.schedules import Constant, CosineDecay, LinearWarmup, Noam
 from tests.train.conftest import regression_batches, squared_error
 
@@ -209,7 +209,7 @@ def test_a_failed_write_raises_checkpoint_error_and_keeps_the_previous_checkpoin
 
     def fail(*args, **kwargs):
         raise error
-    monkeypatch.setattr(checkpoint.tempfile if where == "mkstemp" else checkpoint.os, where, fail)
+    monkeypatch.setattr(files.tempfile if where == "mkstemp" else files.os, where, fail)
     with pytest.raises(ag.CheckpointError, match=f"cannot write the checkpoint {path}: .*{error.strerror}"):
         trainer.save(path)
     assert path.read_bytes() == before and temporaries(tmp_path) == []

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import http.client
 import os
-import tempfile
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Callable
 import numpy as np
 
 from ...errors import DataError
+from .. import files
 from .vocab import Vocabulary
 
 TINYSHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
@@ -111,7 +111,7 @@ def tinyshakespeare(cache_dir=None, fetch: Callable[[str], bytes] | None = None)
         raise DataError(f"the file downloaded from {TINYSHAKESPEARE_URL} is not tinyshakespeare "
                         "(SHA-256 mismatch: an interrupted or altered download); nothing was saved")
     try:
-        _save(path, data)
+        files.write_atomically(path, lambda f: f.write(data))
     except OSError as e:
         raise DataError(f"cannot save tinyshakespeare in {folder}: {e}; set ATTNGRAPH_CACHE to a folder that "
                         "can be written") from None
@@ -120,19 +120,6 @@ def tinyshakespeare(cache_dir=None, fetch: Callable[[str], bytes] | None = None)
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _save(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path`` and rename it to ``path`` (atomic): an interrupted
-    write leaves no file at ``path``, and no temporary file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    file = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
-    try:
-        with file:
-            file.write(data)
-        os.replace(file.name, path)
-    finally:
-        Path(file.name).unlink(missing_ok=True)
 
 
 def _http_get(url: str) -> bytes:
