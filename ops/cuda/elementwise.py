@@ -47,12 +47,12 @@ def _launch(kernel, out, *xs):
 
 class Elementwise:
     """A scalar function (a CPU elementwise op's own, or one written against ``mathfn``), compiled for CUDA and
-    applied with broadcasting."""
+    applied with broadcasting; a predicate (the CPU op's ``boolean``) gives bool."""
 
-    def __init__(self, fn, boolean: bool = False):
+    def __init__(self, fn):
         scalar = getattr(fn, "__wrapped__", fn)
         self.__name__, self.__doc__ = scalar.__name__, scalar.__doc__
-        self.boolean = boolean
+        self.boolean = getattr(fn, "boolean", False)
         self.kernel = _map_kernel(device_function(scalar, mathfn=mathfn), scalar.__code__.co_argcount)
 
     def __call__(self, *xs):
@@ -65,9 +65,9 @@ add, sub, mul, div, neg, pow = map(Elementwise, (cpu.add, cpu.sub, cpu.mul, cpu.
 exp, log, sqrt, tanh, sigmoid, erf = map(Elementwise, (cpu.exp, cpu.log, cpu.sqrt, cpu.tanh, cpu.sigmoid, cpu.erf))
 relu, gelu_tanh, gelu_erf = map(Elementwise, (cpu.relu, cpu.gelu_tanh, cpu.gelu_erf))
 maximum, minimum, where = map(Elementwise, (cpu.maximum, cpu.minimum, cpu.where))
-equal, not_equal, less, less_equal, greater, greater_equal, logical_and, logical_or, logical_not = (
-    Elementwise(op, boolean=True) for op in (cpu.equal, cpu.not_equal, cpu.less, cpu.less_equal, cpu.greater,
-                                             cpu.greater_equal, cpu.logical_and, cpu.logical_or, cpu.logical_not))
+equal, not_equal, less, less_equal, greater, greater_equal = map(Elementwise, (
+    cpu.equal, cpu.not_equal, cpu.less, cpu.less_equal, cpu.greater, cpu.greater_equal))
+logical_and, logical_or, logical_not = map(Elementwise, (cpu.logical_and, cpu.logical_or, cpu.logical_not))
 
 _copy = _map_kernel(cuda.jit(device=True)(lambda v: v), 1)
 
