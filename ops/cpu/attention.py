@@ -156,14 +156,14 @@ def _exponentials(q, kt, end, first, tq, tk, allowed_rows, allowed_index, causal
                 row_max = mathfn.maximum(row_max, s[r, j] if allowed[j] else lowest)
             m[r] = row_max
     for r in range(rows):
-        inverse[r] = zero
+        inverse[r], m[r] = zero, mathfn.softmax_shift(m[r])
     for c in range(chunks):
         j0 = c * bk
         w = min(bk, tk - j0)
         s = e[c, :rows * w].reshape((rows, w))
         for r in range(rows):
             allowed, stop = allowed_rows[allowed_index[r]][j0:], min(w, _key_end(first + r, tq, tk, causal) - j0)
-            row_max, total = mathfn.softmax_shift(m[r]), zero
+            row_max, total = m[r], zero
             for j in range(max(stop, 0)):
                 x = mathfn.exp((s[r, j] - row_max) * scale) if allowed[j] else zero
                 s[r, j] = x
