@@ -143,16 +143,19 @@ def gpt_step_long(rounds: int) -> dict:
     return gpt(128, 4, 2, 1024, 4, max(3, rounds // 3), "gpt_step_long")
 
 
-def model_step(name: str, model, sizes: dict, loss: Callable, batch: dict[str, np.ndarray], torch_step, jax_loss,
+def model_step(name: str, model, sizes: dict, loss: Callable, batch: dict[str, np.ndarray], reference: str,
                rounds: int) -> dict:
-    """A training step of an attngraph model against the same model's ``torch_step`` (torch_reference; eager
-    and compiled) and ``jax_loss`` (jax_reference; the whole step one jit), every side starting from the
-    attngraph model's parameters (None where the library is not installed)."""
+    """A training step of an attngraph model against its twins named ``reference`` in torch_reference (eager
+    and compiled) and jax_reference (``<reference>_loss``, the whole step one jit), every side starting from the
+    attngraph model's parameters (a side is left out where its library is not installed)."""
     state, arrays = model.state_dict(), list(batch.values())
+
+    def torch_step(compiled: bool):
+        return tr and tr.training_step(*tr.reference(reference, sizes, state), *arrays, compiled=compiled)
     return training_step(name, {**sizes, **{key: list(array.shape) for key, array in batch.items()}}, loss, batch,
-                         {"torch": torch_step and torch_step(state, sizes, *arrays),
-                          "torch.compile": torch_step and torch_step(state, sizes, *arrays, compiled=True),
-                          "jax": jax_loss and jr.training_step(jax_loss, jr.tree(state), *arrays)}, rounds)
+                         {"torch": torch_step(False), "torch.compile": torch_step(True),
+                          "jax": jr and jr.training_step(getattr(jr, f"{reference}_loss"), jr.tree(state), *arrays)},
+                         rounds)
 
 
 @case
@@ -164,8 +167,7 @@ def seq2seq_step(rounds: int) -> dict:
     sizes = dict(vocab=32, embed_dim=32, hidden=64)
     model = BahdanauSeq2Seq(sizes["vocab"], sizes["vocab"], sizes["embed_dim"], sizes["hidden"], rng=rng)
     return model_step("seq2seq_step", model, sizes, partial(tasks.reversal_loss, model),
-                      tasks.reversal(rng, 64, 12, sizes["vocab"]), tr and tr.seq2seq_step, jr and jr.seq2seq_loss,
-                      rounds)
+                      tasks.reversal(rng, 64, 12, sizes["vocab"]), "seq2seq", rounds)
 
 
 @case
@@ -177,7 +179,7 @@ def han_step(rounds: int) -> dict:
     model = HAN(**sizes, rng=rng)
     documents, labels = tasks.keyword_documents(rng, 32, 6, 10, sizes["vocab"])
     return model_step("han_step", model, sizes, lambda documents, labels: ag.cross_entropy(model(documents), labels),
-                      dict(documents=documents, labels=labels), tr and tr.han_step, jr and jr.han_loss, rounds)
+                      dict(documents=documents, labels=labels), "han", rounds)
 
 
 def attention_case(name: str, batch: int, heads: int, length: int, dim: int, rounds: int, target) -> dict:

@@ -222,22 +222,25 @@ def seq2seq_loss(model, src, tgt_in, tgt_out):
     return F.cross_entropy(model(src, tgt_in).flatten(0, 1), tgt_out.flatten(), ignore_index=PAD)
 
 
-def seq2seq_step(state, sizes: dict, src, tgt_in, tgt_out, compiled: bool = False):
-    """One AdamW training step of Seq2Seq(**sizes) from attngraph's parameters ``state``, as a function of
-    nothing."""
-    src, tgt_in, tgt_out = map(torch.from_numpy, (src, tgt_in, tgt_out))
-    return adamw_step(load(Seq2Seq(**sizes), state), compiled,
-                      lambda model: seq2seq_loss(model, src, tgt_in, tgt_out))
-
-
 def han_loss(model, documents, labels):
     return F.cross_entropy(model(documents), labels)
 
 
-def han_step(state, sizes: dict, documents, labels, compiled: bool = False):
-    """One AdamW training step of the cross-entropy of HAN(**sizes) from attngraph's parameters ``state``."""
-    documents, labels = torch.from_numpy(documents), torch.from_numpy(labels)
-    return adamw_step(load(HAN(**sizes), state), compiled, lambda model: han_loss(model, documents, labels))
+REFERENCES = {"seq2seq": (Seq2Seq, seq2seq_loss), "han": (HAN, han_loss)}
+
+
+def reference(name: str, sizes: dict, state: dict[str, np.ndarray]):
+    """The PyTorch twin of attngraph's model ``name`` ("seq2seq", "han") of ``sizes``, holding the parameters
+    of its ``state_dict()``, and the twin's loss, ``loss(model, *batch)``."""
+    model, loss = REFERENCES[name]
+    return load(model(**sizes), state), loss
+
+
+def training_step(model: nn.Module, loss, *arrays: np.ndarray, compiled: bool = False):
+    """One AdamW training step of ``loss(model, *arrays)``, as a function of nothing."""
+    tensors = [torch.from_numpy(a) for a in arrays]
+    return adamw_step(model, compiled, lambda model: loss(model, *tensors))
+
 
 def loss_and_grads(f, *arrays: np.ndarray, wrt: int):
     """A function computing Σ f(*arrays) ∘ g (g, the last array, a fixed output gradient) and its gradients

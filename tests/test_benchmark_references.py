@@ -47,8 +47,8 @@ def attngraph_loss_and_grads(loss, batch):
 def torch_loss_and_grads(name, model, sizes, arrays):
     torch = pytest.importorskip("torch")
     from benchmarks import torch_reference as tr
-    reference = tr.load({"seq2seq": tr.Seq2Seq, "han": tr.HAN}[name](**sizes), model.state_dict())
-    value = getattr(tr, f"{name}_loss")(reference, *map(torch.from_numpy, arrays))
+    reference, loss = tr.reference(name, sizes, model.state_dict())
+    value = loss(reference, *map(torch.from_numpy, arrays))
     value.backward()
     return value.item(), {key: (p.grad.T if transposed else p.grad).numpy()
                           for key, p, transposed in tr.attngraph_parameters(reference)}
