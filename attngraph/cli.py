@@ -7,6 +7,10 @@
     attngraph demo [NAME] [demo options]               train a demo and write its pictures
     attngraph info                                     versions, threading, CUDA, graphviz
     attngraph warmup [--dtype float32]                 compile every kernel into numba's cache
+    attngraph --version                                the installed version
+
+check-grads and warmup show the kernels numba compiles (``attngraph.train.progress``): a bar on stderr when it
+is a terminal, else one line.
 
 MODEL is a registry name or ``path/to/file.py:NAME``, where NAME is a ``ModelSpec`` (every command works
 with it) or a function of the ``--config`` settings returning a traced ``Graph`` (render and summary).
@@ -33,6 +37,7 @@ import os
 import platform
 import shutil
 import sys
+import textwrap
 from functools import cache
 from pathlib import Path
 
@@ -52,27 +57,30 @@ def _models(args) -> int:
 
 
 def _summary(args) -> int:
-    print(_checked_graph(args).summary(depth=args.depth, **args.dim))
+    graph, model = _checked_graph(args)
+    print(graph.summary(depth=args.depth, model=model, **args.dim))
     return 0
 
 
 def _render(args) -> int:
     from .render import render_graph
     _check_output_file(args)
-    path = render_graph(_checked_graph(args), args.out, view=args.view, depth=args.depth, roll=args.roll,
+    path = render_graph(_checked_graph(args)[0], args.out, view=args.view, depth=args.depth, roll=args.roll,
                         parameter_nodes=args.parameter_nodes, **args.dim)
     print(f"wrote {path}")
     return 0
 
 
 def _check_grads(args) -> int:
-    from . import models
     from .inspect import gradcheck_parameters
+    from .train.progress import CompileProgress
     spec = _spec(args)
     model = _model(args, spec, tiny=True).astype(np.float64).eval()
     batch = {k: v.astype(np.float64) if v.dtype.kind == "f" else v
              for k, v in spec.batch(model, np.random.default_rng(args.seed), 2).items()}
-    report = gradcheck_parameters(lambda *xs: spec.loss(model, **dict(zip(batch, xs))), model, *batch.values())
+    with CompileProgress():
+        report = gradcheck_parameters(lambda *xs: spec.loss(model, **dict(zip(batch, xs))), model,
+                                      *batch.values())
     print(report)
     print(f"{len(report.entries)} parameters of {spec.name} (tiny, float64): "
           + ("all gradients match" if report.ok else "GRADIENT MISMATCH"))
@@ -93,6 +101,18 @@ def _demo(args) -> int:
     return 0
 
 
+def _demo_list() -> str:
+    """The demos, each with the first paragraph of its docstring (read from the source: importing them is slow)."""
+    from .demos import DEMOS
+    folder = Path(__file__).parent / "demos"
+    lines = []
+    for name in DEMOS:
+        doc = ast.get_docstring(ast.parse((folder / f"{name}.py").read_text(encoding="utf-8")))
+        about = " ".join(doc.split("\n\n")[0].split()).removeprefix(f"{name.capitalize()}: ")
+        lines.append(textwrap.fill(about, 100, initial_indent=f"  {name:<12} ", subsequent_indent=" " * 15))
+    return "demos:\n" + "\n".join(lines)
+
+
 def _info(args) -> int:
     from ops.cpu.threads import threading_info
     layer, threads = threading_info()
@@ -111,15 +131,18 @@ def _info(args) -> int:
 
 
 def _warmup(args) -> int:
-    from tqdm import tqdm
+    from tqdm.auto import tqdm
 
     from .core.primitive import REGISTRY
+    from .train.progress import CompileProgress
     covered = set()
     work = [(program, dtype) for dtype in args.dtype for program in _programs()]
-    for program, dtype in tqdm(work, desc="compiling kernels into numba's cache", disable=None):
-        graph, feeds = _exercise(program, np.dtype(dtype))
-        _train_step(graph.compile()(**feeds)[1:], [feeds[name] for name in _PARAMETERS])
-        covered |= {n.op for n in graph.nodes}
+    with (tqdm(work, desc="compiling kernels into numba's cache", unit=" programs", disable=None) as bar,
+          CompileProgress(bar=bar)):
+        for program, dtype in bar:
+            graph, feeds = _exercise(program, np.dtype(dtype))
+            _train_step(graph.compile()(**feeds)[1:], [feeds[name] for name in _PARAMETERS])
+            covered |= {n.op for n in graph.nodes}
     missing = sorted(set(REGISTRY) - covered)
     print(f"compiled the kernels of {len(REGISTRY) - len(missing)} primitives and of the optimizers for "
           f"{', '.join(args.dtype)}" + (f"; not exercised: {', '.join(missing)}" if missing else ""))
@@ -180,7 +203,8 @@ def _exercise(program, dtype: np.dtype):
 
 
 def _graph(args):
-    """The forward graph of MODEL (the loss and its gradient for ``--view backward`` or ``both``)."""
+    """The forward graph of MODEL (the loss and its gradient for ``--view backward`` or ``both``), and the model
+    traced (None for a graph function)."""
     from . import models
     from .core.api import trace
     from .core.graph import Graph
@@ -193,12 +217,12 @@ def _graph(args):
         graph = _built(args, target, **_config(args, _defaults(target)))
         if not isinstance(graph, Graph):
             args.parser.error(f"{args.model} returned {type(graph).__name__}, not a traced Graph")
-        return graph if forward else graph.grad()
+        return graph if forward else graph.grad(), None
     model = _model(args, target, args.tiny)
     if forward:
-        return trace(model, **target.inputs(model))
+        return trace(model, **target.inputs(model)), model
     batch = target.batch(model, np.random.default_rng(args.seed), 2)
-    return trace(lambda **b: target.loss(model, **b), **batch).grad()
+    return trace(lambda **b: target.loss(model, **b), **batch).grad(), model
 
 
 def _model(args, spec, tiny: bool):
@@ -256,12 +280,12 @@ def _check_output_file(args) -> None:
 def _checked_graph(args):
     """``_graph``, with the ``--dim`` names checked against the graph's symbolic dimensions."""
     from .inspect import binding
-    graph = _graph(args)
+    graph, model = _graph(args)
     try:
         binding(graph, **args.dim)
     except AttnGraphError as e:
         args.parser.error(str(e))
-    return graph
+    return graph, model
 
 
 def _spec(args):
@@ -345,11 +369,13 @@ def _dim(text: str) -> tuple[str, int]:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from . import __version__
     parser = Parser(prog="attngraph", description="Build, see and train attention models.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(name, run, help):
-        sub = commands.add_parser(name, help=help, description=help)
+    def command(name, run, help, **options):
+        sub = commands.add_parser(name, help=help, description=help, **options)
         sub.set_defaults(run=run, parser=sub)
         return sub
 
@@ -379,9 +405,11 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("--parameter-nodes", action="store_true", help="draw parameters as nodes of their own")
     sub = command("check-grads", _check_grads, "gradcheck every parameter of a tiny float64 configuration")
     model_options(sub)
-    sub = command("demo", _demo, "train a demo model and write its pictures")
-    sub.add_argument("name", nargs="?", help="which demo (default: the main one)")
-    sub.add_argument("rest", nargs=argparse.REMAINDER, help="options passed to the demo (--out, --steps, ...)")
+    sub = command("demo", _demo, "train a demo model and write its pictures", epilog=_demo_list(),
+                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub.add_argument("name", nargs="?", help=f"which demo (default: {_default_demo()}; see below)")
+    sub.add_argument("rest", nargs=argparse.REMAINDER,
+                     help="options passed to the demo (--out, --steps, ...; attngraph demo NAME --help lists them)")
     command("info", _info, "versions, threading layer, CUDA and graphviz")
     sub = command("warmup", _warmup, "compile every kernel into numba's cache")
     sub.add_argument("--dtype", nargs="+", choices=("float32", "float64"), default=["float32", "float64"])

@@ -1,6 +1,6 @@
 """The command line: every command runs; bad arguments print one line and exit with 2, never a traceback (the
 hostile-input cases are in tests/robustness/test_cli.py)."""
-import io
+import importlib.metadata
 import subprocess
 import sys
 from pathlib import Path
@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 from numba import njit
 from numba.core import event
-from tqdm import tqdm
 
-from attngraph import models
+import attngraph as ag
+from attngraph import cli, inspect, models
 from attngraph.cli import _exercise, _programs, main
 from attngraph.core.primitive import REGISTRY
-from attngraph.demos import common
+from attngraph.demos import DEMOS
 from attngraph.models import registry
+from attngraph.train.progress import MESSAGE
 
 MODEL_FILE = Path(__file__).parent / "inspect" / "transformer.py"
 SPEC, GRAPH_FUNCTION = f"{MODEL_FILE}:SPEC", f"{MODEL_FILE}:forward_graph"
@@ -55,6 +56,10 @@ def test_render_and_summary_of_a_model_file(capsys, tmp_path):
     assert "×3" in out.read_text()
     code, text, _ = run(capsys, "summary", SPEC, "--depth", "1", "--dim", "B=4")
     assert code == 0 and "layers" in text and "layers.0" not in text and "B=4, T=1" in text
+    assert text.splitlines()[2].split()[:4] == ["embed", "Embedding", "1", "B×T"]     # module, type, calls, input
+    assert "inputs       tokens B×T int64\nsizes        B=4; T not given: counted as 1\n" in text
+    code, text, _ = run(capsys, "summary", GRAPH_FUNCTION, "--depth", "1")          # a graph: no model, no types
+    assert code == 0 and text.splitlines()[2].split()[:3] == ["embed", "1", "B×T"]
 
 
 def test_check_grads(capsys):
@@ -99,21 +104,49 @@ class _Compiled(event.Listener):
         pass
 
 
+def fresh_kernel_compiled(function):
+    """``function`` compiling a new numba kernel first, as a run on a cold cache does."""
+    def compiling(*args, **kwargs):
+        assert njit(lambda x: x + 1)(1) == 2
+        return function(*args, **kwargs)
+    return compiling
+
+
 @pytest.mark.parametrize("terminal", [False, True])
-def test_demos_show_the_kernels_numba_compiles(capsys, monkeypatch, terminal):
-    """Two kernels compiled (each compiling a helper: not counted): a bar on terminals, else one line."""
-    bar = io.StringIO()
-    monkeypatch.setattr(common, "tqdm", lambda **options: tqdm(**{**options, "file": bar, "disable": not terminal}))
-    plus_one = njit(lambda x: x + 1)
-    progress, kernel = common.CompileProgress(), njit(lambda x: 2 * plus_one(x))
-    with event.install_listener("numba:compile", progress):
-        assert kernel(1) == 4 and kernel(1.5) == 5.0 and kernel(2) == 6
-        counted = progress.bar.n
-    progress.close()
-    printed = capsys.readouterr().out
-    assert printed == ("" if terminal else f"{common.CompileProgress.MESSAGE}...\n")
-    assert (counted, common.CompileProgress.MESSAGE in bar.getvalue()) == ((2, True) if terminal else (0, False))
-    assert progress.depth == 0 and progress.bar is None
+def test_check_grads_shows_the_kernels_numba_compiles(capsys, monkeypatch, terminal):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal)
+    monkeypatch.setattr(inspect, "gradcheck_parameters", fresh_kernel_compiled(inspect.gradcheck_parameters))
+    code, out, err = run(capsys, "check-grads", SPEC, "--config", "d=4")
+    assert code == 0 and "all gradients match" in out
+    assert (MESSAGE in err and "<lambda>" in err) if terminal else err == f"{MESSAGE}...\n"
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_warmup_shows_compiles_in_its_bar_over_programs(capsys, monkeypatch, terminal):
+    """One bar: the programs, the kernel compiling in its postfix; off a terminal one line for the compiles."""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal)
+    program = fresh_kernel_compiled(lambda x, y, tokens, table: ag.sum(x * y) + ag.sum(table))
+    monkeypatch.setattr(cli, "_programs", lambda: [program])
+    code, out, err = run(capsys, "warmup", "--dtype", "float64")
+    assert code == 0 and out.startswith("compiled the kernels of ")
+    if terminal:
+        assert "compiling kernels into numba's cache" in err and "1/1" in err and "<lambda>" in err
+        assert MESSAGE not in err
+    else:
+        assert err == f"{MESSAGE}...\n"
+
+
+def test_version(capsys):
+    code, out, _ = run(capsys, "--version")
+    assert (code, out) == (0, f"attngraph {importlib.metadata.version('attngraph')}\n")
+
+
+def test_demo_help_lists_the_demos_one_line_each(capsys):
+    code, out, _ = run(capsys, "demo", "--help")
+    listed = out[out.index("demos:\n"):].splitlines()[1:]
+    assert code == 0 and [line.split()[0] for line in listed if not line.startswith(" " * 15)] == list(DEMOS)
+    assert "  copy         a Transformer encoder-decoder learns y = x" in out
+    assert "  recall       Associative recall with additive (Bahdanau) attention." in out
 
 
 @pytest.mark.parametrize("argv", [

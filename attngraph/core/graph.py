@@ -81,6 +81,15 @@ class Node:
             parts.append(f" created at {self.source}")
         return "".join(parts)
 
+    def __repr__(self) -> str:
+        """One line, its inputs by id (the dataclass's repr would recurse into the whole graph above it):
+        ``Node(n17 matmul(n9, n12) (B, T, 64) float32 'scores' gradient of n5 in scope 'attn')``."""
+        args = f"({', '.join(x.label for x in self.inputs)})" if self.inputs else ""
+        name = f" '{self.name}'" if self.name else ""
+        grad = f" gradient of {self.grad_of.label}" if self.grad_of is not None else ""
+        scope = f" in scope '{self.scope}'" if self.scope else ""
+        return f"Node({self.label} {self.op}{args} {format_shape(self.shape)} {self.dtype}{name}{grad}{scope})"
+
 
 def topological_order(roots: Iterable[Node]) -> list[Node]:
     """Every node the roots depend on, each after its inputs; an iterative depth-first search."""

@@ -43,8 +43,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from numba.core import event
-from tqdm.auto import tqdm
 
 from ..core import Input
 from ..render.curves import line_chart
@@ -121,24 +119,13 @@ class Run:
     def train(self, model, loss_fn: Callable, optimizer, batches: Callable[[np.random.Generator], dict],
               steps: int | None = None, **options) -> Trainer:
         """Train with ``attngraph.train.Trainer`` (``options`` are its keyword arguments) for ``--steps``
-        steps; logs every step to train.jsonl, and prints progress when stderr is not a terminal (on a
-        terminal, the trainer's progress bar shows it). Kernels that numba compiles meanwhile (on a first
-        run, in the first step) are shown by ``CompileProgress``."""
+        steps; logs every step to train.jsonl. The trainer shows its progress and the kernels numba compiles
+        (on a first run, in the first step): a bar on terminals, lines on stderr otherwise."""
         metrics_path = self.path("train.jsonl")
         metrics_path.unlink(missing_ok=True)            # the trainer appends
-        steps = self.args.steps if steps is None else steps
-        callbacks = list(options.pop("callbacks", ()))
-        if not sys.stderr.isatty():
-            callbacks.append(_printer(steps))
-        progress = CompileProgress()
-        self.trainer = Trainer(model, loss_fn, optimizer, metrics_path=metrics_path, seed=self.seed,
-                               callbacks=[progress.close, *callbacks], **options)
+        self.trainer = Trainer(model, loss_fn, optimizer, metrics_path=metrics_path, seed=self.seed, **options)
         started = time.perf_counter()
-        try:
-            with event.install_listener("numba:compile", progress):
-                self.trainer.fit(batches, steps)
-        finally:
-            progress.close()
+        self.trainer.fit(batches, self.args.steps if steps is None else steps)
         self.train_seconds += time.perf_counter() - started
         return self.trainer
 
@@ -192,37 +179,6 @@ class Run:
         print(json.dumps(shown, indent=2, ensure_ascii=False))
         print(f"wrote {', '.join(self.files)} in {self.out}")
         return result
-
-
-class CompileProgress(event.Listener):
-    """A listener of numba's compile events that shows the kernels being compiled: on a terminal (stderr) a
-    tqdm bar counting them, else one printed line when the first one starts. ``close`` (also a Trainer
-    callback: the first step's record ends the compiling) removes the bar; a later compile shows a new one."""
-
-    MESSAGE = "compiling kernels (first run; cached afterwards)"
-
-    def __init__(self):
-        self.depth = 0          # a kernel's compile nests its helpers' compiles: only the outer ones count
-        self.bar: tqdm | None = None
-
-    def on_start(self, event) -> None:
-        self.depth += 1
-        if self.depth == 1:
-            if self.bar is None:
-                self.bar = tqdm(desc=self.MESSAGE, unit=" kernels", disable=None, leave=False)
-                if self.bar.disable:
-                    print(f"{self.MESSAGE}...", flush=True)
-            self.bar.set_postfix_str(event.data["dispatcher"].py_func.__qualname__, refresh=False)
-
-    def on_end(self, event) -> None:
-        self.depth -= 1
-        if self.depth == 0:
-            self.bar.update(1)
-
-    def close(self, *_) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
 
 
 class BestParameters:
@@ -369,19 +325,6 @@ def log_count_ratio(ids: np.ndarray, labels: np.ndarray, vocab: int, alpha: floa
     ratio = np.log(p / p.sum()) - np.log(q / q.sum())
     ratio[:2] = 0
     return (ratio / ratio.std()).astype(np.float32)
-
-
-def _printer(steps: int) -> Callable:
-    every = max(1, steps // 20)
-
-    def callback(trainer, record):
-        if record["kind"] == "eval":
-            print(f"step {record['step']}: " + ", ".join(f"{k} {v:.4g}" for k, v in record.items()
-                                                        if k not in ("kind", "step")), flush=True)
-        elif record["step"] % every == 0 or record["step"] == steps:
-            print(f"step {record['step']}/{steps}: loss {record['loss']:.4f}, lr {record['lr']:.3g}, "
-                  f"{record['seconds'] * 1000:.0f} ms/step", flush=True)
-    return callback
 
 
 def _ema(values: np.ndarray, decay: float) -> np.ndarray:

@@ -3,13 +3,17 @@
     >>> s = graph.summary(B=32, T=128)      # bind the symbolic dimensions (unbound ones count as 1)
     >>> print(s)                           # the table
     >>> s.rows[0]["parameters"], s.flops   # the same numbers as data
+    >>> model.summary(tokens=ag.Input(("B", "T"), "int64"))    # with each module's class
 
 One row per module scope, in tree order (children under their parent, siblings in the order they first
-ran). A module's parameters, trainable parameters and FLOPs include its sub-modules'; its FLOPs add up all
-its calls; its output shape is that of its first call (see ``calls`` for what a call is). FLOPs count the
-forward pass; a graph holding a backward pass (``graph.grad()``) reports it separately in
-``backward_flops``. Memory estimates: parameters, and activations = every forward intermediate at once (what
-training keeps for the backward pass), at the binding used.
+ran). A module's type is its class, when the traced ``model`` is given. A module's parameters, trainable
+parameters and FLOPs include its sub-modules'; its FLOPs add up all its calls; its input and output shapes
+are those of its first call (see ``calls`` for what a call is): the values it takes from outside it (not
+parameters or constants) and those it hands out. FLOPs count the forward pass; a graph holding a backward
+pass (``graph.grad()``) reports it separately in ``backward_flops``. Memory estimates: parameters, and
+activations = every forward intermediate at once (what training keeps for the backward pass), at the binding
+used. The footer gives the graph's inputs and the size of each symbolic dimension, saying which were not
+given.
 """
 from __future__ import annotations
 
@@ -20,7 +24,8 @@ from ..core.graph import Graph, Node
 from .calls import Call, ancestors, call_paths, is_backward, short_name
 from .flops import binding, describe_binding, format_bytes, format_count, node_bytes, node_flops
 
-COLUMNS = ("module", "calls", "output", "parameters", "% params", "FLOPs", "trainable")
+COLUMNS = ("module", "type", "calls", "input", "output", "parameters", "% params", "FLOPs", "trainable")
+LEFT = ("module", "type", "input", "output")        # the columns aligned left
 
 
 @dataclass
@@ -33,19 +38,26 @@ class Summary:
     parameter_bytes: int
     activation_bytes: int
     bindings: dict[str, int] = field(default_factory=dict)
+    inputs: dict[str, str] = field(default_factory=dict)     # the graph's inputs: name -> "B×T int64"
+    defaulted: list[str] = field(default_factory=list)       # the symbolic dimensions not given (bound to 1)
 
     def __str__(self) -> str:
-        cells = [COLUMNS] + [("  " * (r["depth"] - 1) + short_name(r["module"]), str(r["calls"]),
-                              r["output"], f"{r['parameters']:,}", f"{r['percent']:.1f}",
+        cells = [COLUMNS] + [("  " * (r["depth"] - 1) + short_name(r["module"]), r["type"], str(r["calls"]),
+                              r["input"], r["output"], f"{r['parameters']:,}", f"{r['percent']:.1f}",
                               format_count(r["flops"]), f"{r['trainable']:,}") for r in self.rows]
         widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
-        lines = ["  ".join(c.ljust(w) if i in (0, 2) else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
-                 for row in cells]
+        lines = ["  ".join(c.ljust(w) if column in LEFT else c.rjust(w)
+                           for column, c, w in zip(COLUMNS, row, widths)).rstrip() for row in cells]
         at = f" at {describe_binding(self.bindings)}" if self.bindings else ""
-        rule = "─" * len(lines[0])
+        rule = "─" * max(map(len, lines))
         lines[1:1] = [rule]
-        lines += [rule,
-                  f"parameters   {self.parameters:,} ({self.trainable:,} trainable), {format_bytes(self.parameter_bytes)}",
+        lines += [rule, "inputs       " + ", ".join(f"{name} {shape}" for name, shape in self.inputs.items())]
+        if self.bindings:
+            given = {k: v for k, v in self.bindings.items() if k not in self.defaulted}
+            lines.append("sizes        " + "; ".join(
+                ([describe_binding(given)] if given else [])
+                + ([f"{', '.join(self.defaulted)} not given: counted as 1"] if self.defaulted else [])))
+        lines += [f"parameters   {self.parameters:,} ({self.trainable:,} trainable), {format_bytes(self.parameter_bytes)}",
                   f"FLOPs        {format_count(self.flops, 'FLOPs')} per forward pass{at} (a multiply-add is 2)"]
         if self.backward_flops:
             lines.append(f"             {format_count(self.backward_flops, 'FLOPs')} for the backward pass")
@@ -55,9 +67,11 @@ class Summary:
     __repr__ = __str__
 
 
-def summary(graph: Graph, depth: int | None = None, **sizes: int) -> Summary:
-    """The module tree of ``graph`` down to ``depth`` (default: all), symbolic dimensions bound by ``sizes``."""
+def summary(graph: Graph, depth: int | None = None, model=None, **sizes: int) -> Summary:
+    """The module tree of ``graph`` down to ``depth`` (default: all), symbolic dimensions bound by ``sizes``;
+    ``model``, the module traced, gives each row's type (else left empty)."""
     bindings = binding(graph, **sizes)
+    types = {} if model is None else {path: type(m).__name__ for path, m in model.named_modules()}
     forward = [n for n in graph.nodes if n.kind == "call" and not is_backward(n)]
     params = list(graph.parameters.values())
     flops = {n: node_flops(n, bindings) for n in forward}
@@ -84,7 +98,8 @@ def summary(graph: Graph, depth: int | None = None, **sizes: int) -> Summary:
         if depth is not None and scope.count(".") >= depth:
             continue
         mine = [c for c in calls if c.scope == scope]
-        rows.append(dict(module=scope, depth=scope.count(".") + 1, calls=len(mine),
+        rows.append(dict(module=scope, type=types.get(scope, ""), depth=scope.count(".") + 1, calls=len(mine),
+                         input=_inputs(calls[mine[0]]) if mine else "",
                          output=_outputs(calls[mine[0]], users) if mine else "",
                          parameters=module_params[scope],
                          percent=100 * module_params[scope] / total if total else 0.0,
@@ -92,7 +107,18 @@ def summary(graph: Graph, depth: int | None = None, **sizes: int) -> Summary:
     backward = [n for n in graph.nodes if is_backward(n)]
     return Summary(rows, total, sum(p.value.size for p in params if not p.stop_gradient), sum(flops.values()),
                    sum(node_flops(n, bindings) for n in backward), sum(node_bytes(p, bindings) for p in params),
-                   sum(node_bytes(n, bindings) for n in forward), bindings)
+                   sum(node_bytes(n, bindings) for n in forward), bindings,
+                   {name: f"{shape_text(n)} {n.dtype}" for name, n in graph.inputs.items()},
+                   [name for name in bindings if name not in sizes])
+
+
+def _inputs(members: list[Node]) -> str:
+    """The shapes of the values a call takes: its nodes' inputs made outside it, other than parameters and
+    constants, each once."""
+    inside = set(members)
+    taken = dict.fromkeys(x for n in members for x in n.inputs
+                          if x not in inside and x.op not in ("parameter", "constant"))
+    return ", ".join(shape_text(x) for x in taken)
 
 
 def _outputs(members: list[Node], users: dict[Node, list[Node]]) -> str:

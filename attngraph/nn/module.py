@@ -116,7 +116,7 @@ class Module:
     def summary(self, **inputs):
         """Trace this module on ``inputs`` (``ag.Input`` specs or arrays) and summarize the graph."""
         from ..core.api import trace
-        return trace(self, **inputs).summary()
+        return trace(self, **inputs).summary(model=self)
 
     def extra_repr(self) -> str:
         return ""

@@ -27,10 +27,15 @@ examples or tokens per second, the loss_fn's other scalars; ``kind`` "eval": ste
 metrics) and passes the same record to every callback, ``callback(trainer, record)``; a callback may call
 ``trainer.request_stop()``. Every ``eval_every`` steps ``eval_fn(model)`` runs with the model in eval mode;
 early stopping ends the run after ``patience`` evaluations without improvement of ``monitor`` (a NaN never
-improves on anything; an infinite value is a value like any other). A tqdm bar
-shows loss, lr and throughput when stderr is a terminal (``progress=None``), always (True) or never
-(False); otherwise the trainer only logs (``logging``), it never prints. Every ``checkpoint_every``
-steps, after the evaluation, the checkpoint at ``checkpoint_path`` is replaced (atomically).
+improves on anything; an infinite value is a value like any other). Every ``checkpoint_every`` steps, after
+the evaluation, the checkpoint at ``checkpoint_path`` is replaced (atomically).
+
+Progress (``progress``): by default (None), when stderr is a terminal, a tqdm bar shows loss, lr and
+throughput, and when it is not (a CI log, ``nohup``), a line on stderr every ``log_every`` steps (default:
+20 lines per ``fit``) and at the last step gives the same, and each evaluation gets a line too. ``True``
+always draws the bar, ``False`` shows nothing. The kernels numba compiles during a step (the first step of a
+cold cache; ``CompileProgress``) are shown the same way unless ``compile_progress=False``. Apart from these
+displays the trainer only logs (``logging``); it never prints.
 
 A diverging run (a loss or gradient norm that is NaN or infinite, e.g. from too large a learning rate) is
 handled as ``on_nonfinite`` says; the step's record is logged with its loss and norm in every case:
@@ -46,6 +51,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -57,8 +63,10 @@ from ..core.api import trace
 from ..core.executor import get_device
 from ..core.tracing import Input
 from ..errors import AttnGraphError, CheckpointError, NonFiniteError
+from ..nn import checks
 from . import checkpoint
 from .optim import GradientAccumulator, Optimizer, clip_factor, global_norm
+from .progress import CompileProgress
 from .schedules import Schedule, from_config
 
 logger = logging.getLogger(__name__)
@@ -73,9 +81,10 @@ class Trainer:
     eval_every, eval_fn(model) -> {metric: value}, monitor, mode ("min"/"max"), patience: evaluation and early
     stopping. callbacks: ``callback(trainer, record)``. metrics_path: the JSONL file. checkpoint_every,
     checkpoint_path: periodic checkpoints. tokens(batch): its token count, to report tokens rather than
-    examples per second. seed: of batches and dropout. progress: the tqdm bar (None: when stderr is a
-    terminal). model_info: the model's name and config, stored in checkpoints. on_nonfinite: "continue",
-    "skip" or "raise", what a step with a NaN or infinite loss or gradient norm does (module docstring).
+    examples per second. seed: of batches and dropout. progress, log_every, compile_progress: what is shown
+    while training (module docstring). model_info: the model's name and config, stored in checkpoints.
+    on_nonfinite: "continue", "skip" or "raise", what a step with a NaN or infinite loss or gradient norm does
+    (module docstring).
     """
 
     def __init__(self, model, loss_fn: Callable, optimizer: Optimizer, *, schedule: Schedule | None = None,
@@ -84,7 +93,8 @@ class Trainer:
                  monitor: str = "val_loss", mode: str = "min", patience: int | None = None,
                  callbacks: Sequence[Callable] = (), metrics_path=None, checkpoint_every: int | None = None,
                  checkpoint_path=None, tokens: Callable | None = None, seed: int = 0,
-                 progress: bool | None = None, model_info: dict | None = None, on_nonfinite: str = "continue"):
+                 progress: bool | None = None, log_every: int | None = None, compile_progress: bool = True,
+                 model_info: dict | None = None, on_nonfinite: str = "continue"):
         if accumulate < 1:
             raise ValueError(f"accumulate must be >= 1, got {accumulate}")
         if mode not in ("min", "max"):
@@ -95,6 +105,11 @@ class Trainer:
             raise ValueError("checkpoint_every and checkpoint_path go together")
         if on_nonfinite not in ("continue", "skip", "raise"):
             raise ValueError(f"on_nonfinite must be 'continue', 'skip' or 'raise', got {on_nonfinite!r}")
+        if progress is not None:
+            checks.flag("progress", progress)
+        if log_every is not None:
+            checks.integer("log_every", log_every)
+        checks.flag("compile_progress", compile_progress)
         self._to_host = get_device(device).get
         self.model, self.loss_fn, self.optimizer, self.schedule = model.to(device), loss_fn, optimizer, schedule
         self.inputs, self.device, self.clip, self.accumulate = inputs, device, clip, accumulate
@@ -104,6 +119,7 @@ class Trainer:
         self.metrics_path = None if metrics_path is None else Path(metrics_path)
         self.checkpoint_every, self.checkpoint_path = checkpoint_every, checkpoint_path
         self.model_info, self.on_nonfinite = model_info, on_nonfinite
+        self.log_every, self.compile_progress = log_every, compile_progress
         self.history: list[dict] = []
         self.best: dict | None = None          # {"step", "value"} of the best evaluation of `monitor`
         self.evals_without_improvement = 0
@@ -128,7 +144,9 @@ class Trainer:
         self._stop, self._warned_nonfinite, start = False, False, len(self.history)
         bar = tqdm(total=steps, initial=self.step, unit="step", dynamic_ncols=True,
                    disable=None if self.progress is None else not self.progress)
-        with bar:
+        every = (self.log_every or max(1, steps // 20)) if self.progress is None and bar.disable else None
+        compiles = CompileProgress(self.progress if self.compile_progress else False)
+        with bar, compiles:
             while self.step < steps and not self._stop:
                 record, finite = self._train_step(batches)
                 self._emit(record)
@@ -136,12 +154,16 @@ class Trainer:
                     self._report_nonfinite(record)
                 bar.update(1)
                 bar.set_postfix(loss=f"{record['loss']:.4f}", lr=f"{record['lr']:.3g}",
-                                **{k.removesuffix("_per_second") + "/s": f"{v:.0f}" for k, v in record.items()
-                                   if k.endswith("_per_second")})
+                                **{_rate(k): f"{v:.0f}" for k, v in record.items() if k.endswith("_per_second")})
+                if every and (self.step % every == 0 or self.step == steps):
+                    _line(f"step {self.step}/{steps}", record)
                 if self.eval_every and self.step % self.eval_every == 0:
-                    self.evaluate()
+                    evaluation = self.evaluate()
+                    if every:
+                        _line(f"step {self.step} evaluation", evaluation)
                 if self.checkpoint_every and self.step % self.checkpoint_every == 0:
                     self.save(self.checkpoint_path)
+                compiles.close()
         return self.history[start:]
 
     def evaluate(self) -> dict:
@@ -277,6 +299,19 @@ class Trainer:
                 f.write(json.dumps(record) + "\n")
         for callback in self.callbacks:
             callback(self, record)
+
+
+def _rate(key: str) -> str:
+    """``examples/s`` for the record's ``examples_per_second``."""
+    return key.removesuffix("_per_second") + "/s"
+
+
+def _line(what: str, record: dict) -> None:
+    """The progress line of a record, on stderr: ``step 40/150: loss 0.8123, lr 0.00987, grad_norm 0.412,
+    2345 examples/s`` (the loss_fn's other scalars too; not the step's seconds, which the rate gives)."""
+    values = [f"{v:.0f} {_rate(k)}" if k.endswith("_per_second") else f"{k} {v:.4g}"
+              for k, v in record.items() if k not in ("kind", "step", "seconds")]
+    print(f"{what}: {', '.join(values)}", file=sys.stderr, flush=True)
 
 
 def _trainer_state(saved: checkpoint.Checkpoint, path) -> tuple[int, Schedule | None, dict]:

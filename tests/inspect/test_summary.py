@@ -9,35 +9,46 @@ from tests.inspect.transformer import Encoder, inputs, loss_graph
 def test_rows_follow_the_module_tree_with_totals():
     model = Encoder()
     graph = ag.trace(model, **inputs(model))
-    s = summary(graph, T=5)
+    s = summary(graph, model=model, T=5)
     modules = [r["module"] for r in s.rows]
     assert modules[:4] == ["embed", "layers", "layers.0", "layers.0.attn"] and modules[-1] == "head"
     assert modules.index("layers.0.norm2") < modules.index("layers.1")
     row = {r["module"]: r for r in s.rows}
-    assert row["layers.0.attn.w_q"] == dict(module="layers.0.attn.w_q", depth=4, calls=1, output="B×T×16",
-                                            parameters=16 * 16 + 16, percent=row["layers.0.attn.w_q"]["percent"],
-                                            flops=2 * 5 * 16 * 16 + 5 * 16, trainable=272)
+    assert row["layers.0.attn.w_q"] == dict(module="layers.0.attn.w_q", type="Linear", depth=4, calls=1,
+                                            input="B×T×16", output="B×T×16", parameters=16 * 16 + 16,
+                                            percent=row["layers.0.attn.w_q"]["percent"], flops=2 * 5 * 16 * 16 + 5 * 16, trainable=272)
     assert s.parameters == s.trainable == model.num_parameters()
     assert row["layers"]["parameters"] == row["layers.0"]["parameters"] + row["layers.1"]["parameters"]
     assert abs(sum(r["percent"] for r in s.rows if r["depth"] == 1) - 100) < 1e-9
     assert s.flops == total_flops(graph, T=5) and s.backward_flops == 0
     assert s.parameter_bytes == 4 * s.parameters
-    assert s.bindings == {"B": 1, "T": 5}
+    assert s.bindings == {"B": 1, "T": 5} and s.defaulted == ["B"] and s.inputs == {"tokens": "B×T int64"}
+    assert [row[m]["type"] for m in ("embed", "layers", "layers.0", "layers.0.attn", "layers.0.mlp.1")] == [
+        "Embedding", "ModuleList", "Block", "MultiHeadAttention", "Activation"]
+    assert row["embed"]["input"] == "B×T" and row["head"]["output"] == "B×T×11"
+    assert {r["type"] for r in summary(graph).rows} == {""}         # without the model, no classes
 
 
 def test_text_table_and_depth():
     model = Encoder()
-    text = str(summary(ag.trace(model, **inputs(model)), depth=1))
-    assert text.splitlines()[0].split() == ["module", "calls", "output", "parameters", "%", "params", "FLOPs",
-                                            "trainable"]
+    text = str(summary(ag.trace(model, **inputs(model)), depth=1, model=model))
+    lines = text.splitlines()
+    assert lines[0].split() == ["module", "type", "calls", "input", "output", "parameters", "%", "params", "FLOPs",
+                                "trainable"]
+    assert lines[2].split() == ["embed", "Embedding", "1", "B×T", "B×T×16", "176", "3.7", "0", "176"]
     assert "layers.0" not in text and "4,811" in text
+    assert lines[-5:-3] == ["inputs       tokens B×T int64", "sizes        B, T not given: counted as 1"]
     assert "per forward pass at B=1, T=1 (a multiply-add is 2)" in text
+    footer = str(summary(ag.trace(model, **inputs(model)), depth=1, T=7)).splitlines()
+    assert footer[-4] == "sizes        T=7; B not given: counted as 1"
+    assert str(summary(ag.trace(model, **inputs(model)), depth=1, B=2, T=7)).splitlines()[-4] == "sizes        B=2, T=7"
 
 
 def test_module_summary_traces_concrete_inputs():
     model = Encoder()
     s = model.summary(tokens=np.zeros((2, 7), np.int64))
-    assert s.bindings == {} and s.rows[0]["output"] == "2×7×16"
+    assert s.bindings == {} and s.rows[0]["output"] == "2×7×16" and s.rows[0]["type"] == "Embedding"
+    assert "sizes" not in str(s) and "inputs       tokens 2×7 int64" in str(s)
 
 
 def test_calls_frozen_parameters_and_the_backward_pass():
@@ -58,3 +69,4 @@ def test_calls_frozen_parameters_and_the_backward_pass():
 
     row = summary(ag.trace(Twice(), x=ag.Input((2, 4)))).rows[0]
     assert row["module"] == "cell" and row["calls"] == 2 and row["flops"] == 2 * (2 * 2 * 4 * 4 + 2 * 4)
+    assert row["input"] == row["output"] == "2×4"           # the weight and bias are not inputs
