@@ -52,6 +52,7 @@ from . import debug
 from .dims import format_shape, resolve_shape
 from .graph import Graph, Node
 from .primitive import add_kernel, lookup
+from .prims.fused import first_nonfinite
 
 DEVICES = ("cpu", "cuda")
 
@@ -146,7 +147,7 @@ class Executable:
             if kernel is None:
                 raise DeviceError(f"op {node.op!r} has no {self.device} kernel ({node.describe()})")
             if hasattr(kernel, "for_dtypes"):        # resolved once here rather than on every call
-                kernel = kernel.for_dtypes(*(x.dtype for x in node.inputs))
+                kernel = kernel.for_dtypes(*(x.dtype for x in node.inputs), **node.attrs)
             dead = {slot[x] for x in node.inputs if last_use[x] is node and slot[x] not in keep}
             steps.append(Step(kernel, tuple(slot[x] for x in node.inputs), slot[node], node.attrs, tuple(dead)))
         return steps
@@ -240,8 +241,9 @@ class Executable:
     def _run_checked(self, steps: list[tuple], env: list, bindings: dict[str, int]) -> None:
         """The debug loop: name the first node whose kernel fails or whose output is not finite."""
         for (call, inputs, output, frees), node in zip(steps, self._nodes):
+            arrays = [env[i] for i in inputs]
             try:
-                out = call(*[env[i] for i in inputs])
+                out = call(*arrays)
             except IndexError as error:
                 raise _out_of_range(error, node) from error
             except Exception as e:
@@ -253,7 +255,9 @@ class Executable:
             values = self._device.get(out)
             if values.dtype.kind == "f" and not np.isfinite(values).all():
                 kind = "NaN" if np.isnan(values).any() else "Inf"
-                raise NonFiniteError(f"{kind} in the output of {node.describe()}")
+                culprit = first_nonfinite(node, list(map(self._device.get, arrays))) if node.op == "fused" else node
+                where = "" if culprit is node else f", fused into {node.label}"
+                raise NonFiniteError(f"{kind} in the output of {culprit.describe()}{where}")
             env[output] = out
             for i in frees:
                 env[i] = None

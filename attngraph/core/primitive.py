@@ -15,8 +15,13 @@ emits graph nodes with the same functional API as user code, so the backward pas
 
 ``flops(out_shape, *input_shapes, **attrs)`` counts floating-point operations on concrete shapes.
 
-A kernel may offer ``for_dtypes(*input_dtypes)``, returning the kernel specialized to those dtypes: the
-executor then resolves it once per node instead of on every call (the elementwise ufuncs do).
+``elementwise=True`` marks an op computed element by element from broadcast inputs by one scalar function of
+ops/cpu/elementwise.py of the same name (or a conversion, ``astype``): the fusion pass merges chains of them
+into one generated kernel (``fused``).
+
+A kernel may offer ``for_dtypes(*input_dtypes, **attrs)``, returning the kernel specialized to those dtypes
+(and to the attributes it reads; the symbolic ``shape`` is bound later, per call): the executor then resolves
+it once per node instead of on every call (the elementwise ufuncs and the fused kernels do).
 """
 from __future__ import annotations
 
@@ -35,6 +40,7 @@ class Primitive:
     vjp: Callable | None = None
     flops: Callable = lambda out, *ins, **attrs: 0
     differentiable: bool = True
+    elementwise: bool = False
     doc: str = ""
 
 
@@ -42,12 +48,14 @@ REGISTRY: dict[str, Primitive] = {}
 
 
 def define(name: str, infer: Callable, *, cpu: Callable | None = None, vjp: Callable | None = None,
-           flops: Callable | None = None, differentiable: bool = True, doc: str = "") -> Primitive:
+           flops: Callable | None = None, differentiable: bool = True, elementwise: bool = False,
+           doc: str = "") -> Primitive:
     """Register a primitive. ``differentiable=False`` marks ops with no gradient (comparisons, indices)."""
     if name in REGISTRY:
         raise AttnGraphError(f"primitive {name!r} is defined twice")
     kernels = {"cpu": cpu} if cpu is not None else {}
-    prim = Primitive(name, infer, kernels, vjp, flops or (lambda out, *ins, **attrs: 0), differentiable, doc)
+    prim = Primitive(name, infer, kernels, vjp, flops or (lambda out, *ins, **attrs: 0), differentiable, elementwise,
+                     doc)
     REGISTRY[name] = prim
     return prim
 

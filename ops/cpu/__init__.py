@@ -4,9 +4,13 @@ Numba keys its on-disk cache on each kernel's own source file, so it does not no
 mathfn.py, whose helpers are inlined into kernels of the other files. On import, this package's cache
 (__pycache__) is cleared when mathfn.py differs from the copy it was built with, per a hash stamp kept
 beside it. A cache elsewhere (NUMBA_CACHE_DIR) is not checked.
+
+Importing the package also tunes the C allocator so that freed arrays are reused (``memory.py``).
 """
 import hashlib
 from pathlib import Path
+
+from ops.cpu.memory import reuse_freed_memory
 
 
 def _clear_cache_if_changed(package, helper="mathfn.py"):
@@ -26,3 +30,5 @@ def _clear_cache_if_changed(package, helper="mathfn.py"):
 
 
 _clear_cache_if_changed(Path(__file__).parent)
+
+reuse_freed_memory()

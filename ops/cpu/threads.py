@@ -52,7 +52,7 @@ def parallel_kernel(fn=None, **options):
     if fn is None:
         return functools.partial(parallel_kernel, **options)
     parallel = njit(parallel=True, cache=True, **options)(fn)
-    serial = njit(cache=True, **options)(_renamed(fn, f"{fn.__qualname__}.serial"))
+    serial = njit(cache=True, **options)(renamed(fn, f"{fn.__qualname__}.serial"))
 
     @functools.wraps(fn)
     def run(*args):
@@ -64,7 +64,7 @@ def parallel_kernel(fn=None, **options):
     return run
 
 
-def _renamed(fn, qualname: str):
+def renamed(fn, qualname: str):
     """A copy of the function ``fn`` named ``qualname``: Numba names a kernel's cache files after its
     qualified name, not after its compile options, so the serial twin needs a name of its own."""
     twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)

@@ -15,30 +15,20 @@ from ops.cuda.launch import THREADS, blocks
 from ops.cuda.layout import broadcast_strides, flat, offset
 
 
-def _map_kernel(f, arity: int):
-    """A kernel writing ``out[i] = f(a[...], b[...], ...)`` for the ``arity`` operands, each a flat device array
-    with its strides over the output's ``shape``."""
-    if arity == 1:
-        @cuda.jit
-        def map1(out, shape, a, sa):
-            for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-                out[i] = f(a[offset(i, shape, sa)])
-        return map1
-    if arity == 2:
-        @cuda.jit
-        def map2(out, shape, a, sa, b, sb):
-            for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-                out[i] = f(a[offset(i, shape, sa)], b[offset(i, shape, sb)])
-        return map2
-
-    @cuda.jit
-    def map3(out, shape, a, sa, b, sb, c, sc):
-        for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-            out[i] = f(a[offset(i, shape, sa)], b[offset(i, shape, sb)], c[offset(i, shape, sc)])
-    return map3
+def map_kernel(f, arity: int):
+    """A kernel writing ``out[i] = f(x0[...], x1[...], ...)`` for the ``arity`` operands, each a flat device array
+    with its strides over the output's ``shape`` (generated for the arity: numba.cuda takes no ``*args``)."""
+    operands = ", ".join(f"x{k}, s{k}" for k in range(arity))
+    loads = ", ".join(f"x{k}[offset(i, shape, s{k})]" for k in range(arity))
+    namespace = {"cuda": cuda, "offset": offset, "f": f}
+    exec(f"def map{arity}(out, shape, {operands}):\n"
+         f"    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):\n"
+         f"        out[i] = f({loads})\n", namespace)
+    return cuda.jit(namespace[f"map{arity}"])
 
 
-def _launch(kernel, out, *xs):
+def launch(kernel, out, *xs):
+    """Run a ``map_kernel`` writing ``out`` from the device arrays ``xs`` (broadcast to its shape); returns out."""
     shape = tuple(out.shape) or (1,)        # kernels take at least one axis: a 0-d output is one element
     operands = [v for x in xs for v in (flat(x), broadcast_strides(x.shape, shape))]
     kernel[blocks(out.size), THREADS](flat(out), shape, *operands)
@@ -53,12 +43,13 @@ class Elementwise:
         scalar = getattr(fn, "__wrapped__", fn)
         self.__name__, self.__doc__ = scalar.__name__, scalar.__doc__
         self.boolean = getattr(fn, "boolean", False)
-        self.kernel = _map_kernel(device_function(scalar, mathfn=mathfn), scalar.__code__.co_argcount)
+        self.scalar = device_function(scalar, mathfn=mathfn)       # also called by the fused kernels
+        self.kernel = map_kernel(self.scalar, scalar.__code__.co_argcount)
 
     def __call__(self, *xs):
         shape = np.broadcast_shapes(*(x.shape for x in xs))
         dtype = np.bool_ if self.boolean else np.result_type(*(x.dtype for x in xs))
-        return _launch(self.kernel, empty(shape, dtype), *xs)
+        return launch(self.kernel, empty(shape, dtype), *xs)
 
 
 add, sub, mul, div, neg, pow = map(Elementwise, (cpu.add, cpu.sub, cpu.mul, cpu.div, cpu.neg, cpu.pow))
@@ -69,12 +60,12 @@ equal, not_equal, less, less_equal, greater, greater_equal = map(Elementwise, (
     cpu.equal, cpu.not_equal, cpu.less, cpu.less_equal, cpu.greater, cpu.greater_equal))
 logical_and, logical_or, logical_not = map(Elementwise, (cpu.logical_and, cpu.logical_or, cpu.logical_not))
 
-_copy = _map_kernel(cuda.jit(device=True)(lambda v: v), 1)
+_copy = map_kernel(cuda.jit(device=True)(lambda v: v), 1)
 
 
 def astype(x, dtype):
     """x converted to ``dtype`` (a new array, as NumPy's astype)."""
-    return _launch(_copy, empty(x.shape, dtype), x)
+    return launch(_copy, empty(x.shape, dtype), x)
 
 
 @cuda.jit

@@ -5,11 +5,11 @@ attngraph's executor attaches them to the primitives (``add_kernel(name, "cuda",
 "cuda" executable is built, so that importing attngraph never imports numba.cuda. A primitive missing here
 has no CUDA kernel: compiling a graph that uses it for "cuda" raises DeviceError naming it.
 """
-from ops.cuda import attention as fused
+from ops.cuda import attention
 from ops.cuda import cross_entropy as xent
 from ops.cuda import dropout as drop
 from ops.cuda import elementwise as ew
-from ops.cuda import embedding, gelu, movement, positions
+from ops.cuda import embedding, fused, gelu, movement, positions
 from ops.cuda import layer_norm as ln
 from ops.cuda import matmul as mm
 from ops.cuda import reduce as red
@@ -29,6 +29,7 @@ _MOVEMENT = ("reshape", "transpose", "broadcast_to", "getitem", "scatter_slice",
 
 KERNELS = {
     **{name: getattr(ew, name) for name in _ELEMENTWISE},
+    "fused": fused.fused,
     "gelu": lambda x, bias=None, *, approximate: (ew.gelu_tanh if approximate == "tanh" else ew.gelu_erf)(
         _biased(x, bias)),
     "gelu_grad": lambda g, x, bias=None, *, approximate: gelu.gelu_backward(g, _biased(x, bias),
@@ -54,6 +55,6 @@ KERNELS = {
     "cross_entropy_grad": lambda g, logits, targets, ignore_index: xent.cross_entropy_backward(
         g, rows(logits), flat(targets), ignore_index).reshape(logits.shape),
     "dropout": lambda x, seed, p, key: drop.dropout(x, p, seed, key),
-    "attention": lambda q, k, v, mask=None, *, causal, scale: fused.attention(q, k, v, mask, causal, scale),
-    "attention_grad": fused.attention_backward,
+    "attention": lambda q, k, v, mask=None, *, causal, scale: attention.attention(q, k, v, mask, causal, scale),
+    "attention_grad": attention.attention_backward,
 }

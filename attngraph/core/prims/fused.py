@@ -1,0 +1,66 @@
+"""``fused``: a chain of elementwise ops run as one generated kernel (ops/cpu/fused.py), made by the fusion pass
+(core/passes/fuse_elementwise.py) from the ops it replaces, never by user code.
+
+Attributes: ``program``, the ops as instructions ``(op, args, dtype)`` (args index the node's inputs, then the
+results of earlier instructions; the last is the output); ``reads``, the output axis each input axis follows
+(see ops/cpu/fused.py); ``shape``, the output's. The node's ``value`` holds the nodes it stands for, one per
+instruction, with their names, scopes and source lines: debug mode names the one that first makes a NaN or Inf.
+Its FLOPs are those of the ops, and its gradient is theirs: the VJP expands the program into them and
+differentiates that.
+"""
+import numpy as np
+
+from ops.cpu.fused import fused as fused_kernel
+
+from .. import functional as F
+from ..primitive import define, lookup
+
+
+def expand(inputs, program: tuple) -> list:
+    """The values of the program computed by the ops it stands for, as graph tensors: the inputs, then each
+    instruction's result (the last is the fused node's value)."""
+    values = list(inputs)
+    for op, args, dtype in program:
+        xs = [values[a] for a in args]
+        values.append(F.emit("astype", *xs, dtype=dtype) if op == "astype" else F.emit(op, *xs))
+    return values
+
+
+def formula(program: tuple, names: list[str]) -> str:
+    """The program as one expression of the inputs ``names``, e.g. ``tanh(add(x0, x1))``."""
+    text = list(names)
+    for op, args, dtype in program:
+        text.append(f"{dtype}({text[args[0]]})" if op == "astype" else f"{op}({', '.join(text[a] for a in args)})")
+    return text[-1]
+
+
+def first_nonfinite(node, inputs: list):
+    """The node, of those a fused ``node`` stands for, whose value is the first to hold NaN or Inf for these host
+    arrays, computed op by op as the unfused graph would; ``node`` itself when none does."""
+    values = list(inputs)
+    for member, (op, args, dtype) in zip(node.value, node.attrs["program"]):
+        xs = [values[a] for a in args]
+        y = np.asarray(xs[0]).astype(dtype) if op == "astype" else lookup(op).kernels["cpu"](*xs)
+        if y.dtype.kind == "f" and not np.isfinite(y).all():
+            return member
+        values.append(y)
+    return node
+
+
+def fused_vjp(g, y, *inputs, program, **_):
+    """∂/∂inputs of Σ g ∘ y, y computed by the ops the program stands for."""
+    from ..autodiff import gradients
+    floats = [x for x in inputs if x.dtype.kind == "f"]
+    grads = iter(gradients(F.sum(expand(inputs, program)[-1] * g), floats))
+    return tuple(next(grads) if x.dtype.kind == "f" else None for x in inputs)
+
+
+def fused_flops(out, *ins, program, **_):
+    shapes = list(ins) + [out] * len(program)
+    return sum(lookup(op).flops(out, *(shapes[a] for a in args), **({"dtype": dtype} if op == "astype" else {}))
+               for op, args, dtype in program)
+
+
+define("fused", lambda *inputs, program, reads, shape: (tuple(shape), np.dtype(program[-1][2])),
+       cpu=fused_kernel, vjp=fused_vjp, flops=fused_flops,
+       doc="elementwise ops run as one generated kernel: one pass over the output, no intermediate arrays")
