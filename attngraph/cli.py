@@ -137,16 +137,35 @@ def _warmup(args) -> int:
     from .train.progress import CompileProgress
     covered = set()
     work = [(program, dtype) for dtype in args.dtype for program in _programs()]
+    work += [(_default_demo_steps, "float32")] if "float32" in args.dtype else []
     with (tqdm(work, desc="compiling kernels into numba's cache", unit=" programs", disable=None) as bar,
           CompileProgress(bar=bar)):
         for program, dtype in bar:
+            if program is _default_demo_steps:
+                program()
+                continue
             graph, feeds = _exercise(program, np.dtype(dtype))
-            _train_step(graph.compile()(**feeds)[1:], [feeds[name] for name in _PARAMETERS])
-            covered |= {n.op for n in graph.nodes}
+            step = graph.compile()
+            _train_step(step(**feeds)[1:], [feeds[name] for name in _PARAMETERS])
+            covered |= {n.op for n in graph.nodes} | {n.op for n in step.graph.nodes}
     missing = sorted(set(REGISTRY) - covered)
     print(f"compiled the kernels of {len(REGISTRY) - len(missing)} primitives and of the optimizers for "
-          f"{', '.join(args.dtype)}" + (f"; not exercised: {', '.join(missing)}" if missing else ""))
+          f"{', '.join(args.dtype)}" + (f"; not exercised: {', '.join(missing)}" if missing else "")
+          + ("; and the default demo's (fused kernels are generated per model)" if "float32" in args.dtype else ""))
     return 0
+
+
+def _default_demo_steps() -> None:
+    """Two training steps and a small evaluation of the default demo, quietly, into a temporary folder: the
+    kernels that the fusion pass generates for its model compile too."""
+    import contextlib
+    import io
+    import tempfile
+
+    from .demos import DEFAULT
+    with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(io.StringIO()):
+        importlib.import_module(f"attngraph.demos.{DEFAULT}").main(["--steps", "2", "--heldout", "4", "--out", folder])
 
 
 def _train_step(grads: list, values: list) -> None:
@@ -411,7 +430,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("rest", nargs=argparse.REMAINDER,
                      help="options passed to the demo (--out, --steps, ...; attngraph demo NAME --help lists them)")
     command("info", _info, "versions, threading layer, CUDA and graphviz")
-    sub = command("warmup", _warmup, "compile every kernel into numba's cache")
+    sub = command("warmup", _warmup, "compile every kernel, and those generated for the default demo, into "
+                                     "numba's cache")
     sub.add_argument("--dtype", nargs="+", choices=("float32", "float64"), default=["float32", "float64"])
     return parser
 

@@ -12,6 +12,7 @@ from numba.core import event
 import attngraph as ag
 from attngraph import cli, inspect, models
 from attngraph.cli import _exercise, _programs, main
+from attngraph.core.passes import optimize
 from attngraph.core.primitive import REGISTRY
 from attngraph.demos import DEMOS
 from attngraph.models import registry
@@ -77,7 +78,8 @@ def test_info(capsys):
 
 @pytest.mark.slow          # compiles every float64 kernel when numba's cache is cold
 def test_warmup_exercises_every_primitive(capsys):
-    assert {n.op for program in _programs() for n in _exercise(program, float)[0].nodes} >= set(REGISTRY)
+    graphs = [_exercise(program, float)[0] for program in _programs()]
+    assert {n.op for graph in graphs for g in (graph, optimize(graph)) for n in g.nodes} >= set(REGISTRY)
     code, out, _ = run(capsys, "warmup", "--dtype", "float64")
     assert code == 0 and f"compiled the kernels of {len(REGISTRY)} primitives" in out
 

@@ -152,6 +152,10 @@ class Executable:
             steps.append(Step(kernel, tuple(slot[x] for x in node.inputs), slot[node], node.attrs, tuple(dead)))
         return steps
 
+    def __repr__(self) -> str:
+        return (f"Executable({self.device!r}, {len(self._steps)} kernel calls, inputs {[n for n, _, _ in self._inputs]}, "
+                f"outputs {self.output_names})")
+
     @property
     def output_names(self) -> list[str]:
         return self.graph.output_names

@@ -16,6 +16,7 @@ counts 2. Per op:
 - ``attention`` (fused, flash-style): per score 2·d (q·k) + 1 (scale) + 5 (softmax) + 2·dv (mixing), over
   the whole Tq × Tk matrix even when causal — as the composition counts them; ``attention_grad``: per score
   6·d + 4·dv + 9 (the recomputed scores and the three gradient products).
+- ``fused`` (the fusion pass's generated kernels): the sum of the counts of the ops it runs.
 - 0, for data movement and integer work: ``reshape transpose broadcast_to getitem scatter_slice concat
   gather astype stop_gradient size arange relative_distance logical_and logical_or logical_not``.
 

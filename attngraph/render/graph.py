@@ -14,7 +14,9 @@ Options, shared by all three entry points:
   a training step's outputs can be passed as they are);
 - any other keyword binds a symbolic dimension (``T=128``) for FLOPs and edge widths; unbound ones are 1.
 
-Node ids are the graph's (``n17``); a collapsed call takes its first node's (``m17``). The same graph and
+A fused node (the compiler's, in a graph from ``core.passes.optimize``) shows its ops as one formula of its
+inputs ``[0]``, ``[1]``, …, and lists them with their source lines in its tooltip; ``core.passes.unfuse``
+expands it into them. Node ids are the graph's (``n17``); a collapsed call takes its first node's (``m17``). The same graph and
 options give byte-identical DOT, hence identical SVG from the same graphviz. The ``.dot`` file is always
 written first, so a machine without ``dot`` still gets the description.
 """
@@ -32,6 +34,7 @@ import numpy as np
 
 from ..core.dims import resolve_shape
 from ..core.graph import Graph, Node
+from ..core.prims.fused import formula
 from ..errors import AttnGraphError
 from ..inspect.calls import Call, is_backward, is_within, short_name
 from ..inspect.flops import binding, describe_binding, format_count, node_flops
@@ -43,6 +46,7 @@ FORMATS = ("svg", "png", "pdf", "dot")
 INSTALL_DOT = ("graphviz's 'dot' program is needed to lay out {what}. Install it with: apt-get install graphviz "
                "(Debian/Ubuntu), brew install graphviz (macOS), conda install -c conda-forge graphviz, or "
                "choco install graphviz (Windows).")
+FORMULA_LIMIT = 60      # characters of a fused node's formula in its box (the tooltip lists every op)
 DTYPES = {"float32": "f32", "float64": "f64", "float16": "f16", "int64": "i64", "int32": "i32", "bool": "bool"}
 
 
@@ -153,7 +157,10 @@ class _Drawing:
         node = box.node
         title = {"call": node.op, "parameter": node.name, "input": node.name, "output": node.name}[node.kind]
         rows = [f"<B>{_h(title)}</B>" + (f" <I>{_h(node.name)}</I>" if node.kind == "call" and node.name else "")]
-        if node.kind == "call":
+        if node.op == "fused":
+            rows.append(_small(_attr(formula(node.attrs["program"], [f"[{i}]" for i in range(len(node.inputs))]),
+                                     FORMULA_LIMIT)))
+        elif node.kind == "call":
             rows.append(_small(" ".join(f"{k}={_attr(v)}" for k, v in node.attrs.items()
                                         if v is not None and v is not False and k != "key" and
                                         not (k == "shape" and tuple(v) == node.shape))))
@@ -214,6 +221,8 @@ class _Drawing:
             return "\n".join([box.module.scope, ", ".join(f"{k} ×{v}" for k, v in sorted(ops.items()))])
         node = box.node
         lines = [node.describe()]
+        if node.op == "fused":
+            lines += ["fused ops:", *(f"  {member.op} ({member.source or member.label})" for member in node.value)]
         if node.attrs:
             lines.append("attributes: " + ", ".join(f"{k}={_attr(v, None)}" for k, v in node.attrs.items()))
         if node.inputs:
@@ -242,7 +251,8 @@ def _footer(graph: Graph, view: str, bindings: dict[str, int], pic: Picture) -> 
 
 
 def _slots(node: Node) -> bool:
-    """Whether the order of the node's inputs matters and so is shown: ``[0]``, ``[1]``, ..."""
+    """Whether the order of the node's inputs matters and so is shown: ``[0]``, ``[1]``, ... (a fused node's
+    formula names its inputs so)."""
     return node.kind == "call" and node.op not in style.COMMUTATIVE and len(node.inputs) > 1
 
 

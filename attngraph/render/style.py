@@ -16,6 +16,7 @@ FAMILIES = {
     "reduction": ("#dadaeb", "sum max size"),
     "random": ("#d0ece7", "dropout"),
     "arithmetic": ("#f0f0f0", "add sub mul div neg pow maximum minimum where"),
+    "fused elementwise": ("#fff7bc", "fused"),
     "data movement": ("#ffffff", ("reshape transpose broadcast_to getitem scatter_slice concat gather scatter_add "
                                   "astype stop_gradient")),
     "masks & positions": ("#f2f0f7", ("equal not_equal less less_equal greater greater_equal logical_and "

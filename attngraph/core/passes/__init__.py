@@ -7,7 +7,7 @@ written as one loop over the nodes (see ``rewrite``):
   simplify        transpose and reshape chains composed, broadcasts left to the kernels, x·1, x+0 dropped
   cse             duplicate computations merged
   dce             nodes that no output depends on dropped
-  fuse_elementwise  chains of elementwise ops made one generated kernel each (``fused``)
+  fuse_elementwise  chains of elementwise ops made one generated kernel each (``fused``; ``unfuse`` undoes it)
 
 ``optimize(graph)`` runs them in that order; ``optimize(graph, fuse=False)`` stops before the elementwise
 fusion. On the gpt_step benchmark's gradient graph (GPT, width 128,
@@ -25,7 +25,7 @@ from .cse import cse
 from .dce import dce
 from .fold import fold
 from .fuse import fuse
-from .fuse_elementwise import fuse_elementwise
+from .fuse_elementwise import fuse_elementwise, unfuse
 from .simplify import simplify
 
 PASSES = (fold, fuse, fuse_attention, simplify, cse, dce, fuse_elementwise)

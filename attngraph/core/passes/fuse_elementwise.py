@@ -11,7 +11,8 @@ group's inputs (broadcast as they were) and writes the root's value; a group of 
 Each kernel call saves the allocation, the write and the read of every intermediate, and a Python dispatch
 per op: a GRU step is ~20 elementwise ops over small (batch, hidden) arrays, where the calls cost more than the
 arithmetic. The fused node keeps the root's scope, name and source line; its members' ``grad_of`` links now
-point to it, and its ``value`` holds them (debug mode names the one that first makes a NaN).
+point to it, and its ``value`` holds them (debug mode names the one that first makes a NaN); ``unfuse``
+expands fused nodes back into them.
 """
 from __future__ import annotations
 
@@ -47,6 +48,20 @@ def fuse_elementwise(graph: Graph) -> Graph:
 
     env: dict[Node, Node] = {}
     return rewrite(graph, visit, env)
+
+
+def unfuse(graph: Graph) -> Graph:
+    """The graph with each fused node expanded back into the ops it stands for, with their names, scopes and
+    source lines: to draw them, or to run them one by one."""
+    def visit(node, inputs, copy):
+        if node.op != "fused":
+            return copy(node, inputs)
+        values = list(inputs)
+        for member, (_, args, _) in zip(node.value, node.attrs["program"]):
+            values.append(copy(member, tuple(values[a] for a in args)))
+        return values[-1]
+
+    return rewrite(graph, visit)
 
 
 def _groups(graph: Graph) -> dict[Node, list[Node]]:
