@@ -5,11 +5,10 @@ attngraph's executor attaches them to the primitives (``add_kernel(name, "cuda",
 "cuda" executable is built, so that importing attngraph never imports numba.cuda. A primitive missing here
 has no CUDA kernel: compiling a graph that uses it for "cuda" raises DeviceError naming it.
 """
-from ops.cuda import attention
+from ops.cuda import attention, embedding, fused, gelu, movement, positions
 from ops.cuda import cross_entropy as xent
 from ops.cuda import dropout as drop
 from ops.cuda import elementwise as ew
-from ops.cuda import embedding, fused, gelu, movement, positions
 from ops.cuda import layer_norm as ln
 from ops.cuda import matmul as mm
 from ops.cuda import reduce as red
