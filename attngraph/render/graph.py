@@ -158,8 +158,9 @@ class _Drawing:
         title = {"call": node.op, "parameter": node.name, "input": node.name, "output": node.name}[node.kind]
         rows = [f"<B>{_h(title)}</B>" + (f" <I>{_h(node.name)}</I>" if node.kind == "call" and node.name else "")]
         if node.op == "fused":
-            rows.append(_small(_attr(formula(node.attrs["program"], [f"[{i}]" for i in range(len(node.inputs))]),
-                                     FORMULA_LIMIT)))
+            names = [f"[{i}]" + ("" if view is None else f"[{_attr(view, None)[1:-1]}]")
+                     for i, view in enumerate(node.attrs["views"])]
+            rows.append(_small(_attr(formula(node.attrs["program"], names), FORMULA_LIMIT)))
         elif node.kind == "call":
             rows.append(_small(" ".join(f"{k}={_attr(v)}" for k, v in node.attrs.items()
                                         if v is not None and v is not False and k != "key" and

@@ -79,14 +79,15 @@ def ops_of(program: tuple) -> list[str]:
 
 
 class Fused:
-    """``fused(*xs, program=, reads=, shape=)``: the program's output, of ``shape``, for the inputs ``xs``. The
-    executor asks ``for_dtypes`` once per node instead."""
+    """``fused(*xs, program=, reads=, views=, shape=)``: the program's output, of ``shape``, for the inputs ``xs``,
+    each read through its view (``xs[i][views[i]]``, a NumPy view: no copy) where it has one. The executor asks
+    ``for_dtypes`` once per node instead."""
 
     def __call__(self, *xs, **attrs):
         return self.for_dtypes(*(np.asarray(x).dtype for x in xs), **attrs)(*map(np.asarray, xs), **attrs)
 
     @staticmethod
-    def for_dtypes(*dtypes, program: tuple, reads: tuple, shape: tuple, **_):
+    def for_dtypes(*dtypes, program: tuple, reads: tuple, views: tuple, shape: tuple, **_):
         """The kernel for inputs of these dtypes, compiled if new: a function of the inputs and ``shape``."""
         kernel = _compiled(program, reads, tuple(np.dtype(d).name for d in dtypes), len(shape))
         result = np.dtype(program[-1][2])
@@ -95,7 +96,10 @@ class Fused:
             out = np.empty(shape, result)
             kernel(out, *xs)
             return out
-        return run
+
+        def run_views(*xs, shape, **_):
+            return run(*(x if view is None else x[view] for x, view in zip(xs, views)), shape=shape)
+        return run if all(view is None for view in views) else run_views
 
 
 fused = Fused()

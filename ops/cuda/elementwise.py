@@ -12,7 +12,7 @@ from ops._cuda import cuda, device_function, empty
 from ops.cpu import elementwise as cpu
 from ops.cuda import mathfn
 from ops.cuda.launch import THREADS, blocks
-from ops.cuda.layout import broadcast_strides, flat, offset
+from ops.cuda.layout import broadcast_strides, flat, offset, sliced_broadcast
 
 
 def map_kernel(f, arity: int):
@@ -27,10 +27,15 @@ def map_kernel(f, arity: int):
     return cuda.jit(namespace[f"map{arity}"])
 
 
-def launch(kernel, out, *xs):
-    """Run a ``map_kernel`` writing ``out`` from the device arrays ``xs`` (broadcast to its shape); returns out."""
+def launch(kernel, out, *xs, views=()):
+    """Run a ``map_kernel`` writing ``out`` from the device arrays ``xs`` (broadcast to its shape), each read
+    through its view (``views[i]``, a basic index, or None) where given; returns out."""
     shape = tuple(out.shape) or (1,)        # kernels take at least one axis: a 0-d output is one element
-    operands = [v for x in xs for v in (flat(x), broadcast_strides(x.shape, shape))]
+    operands = []
+    for x, view in zip(xs, views or (None,) * len(xs)):
+        start, strides = (0, broadcast_strides(x.shape, shape)) if view is None else \
+            sliced_broadcast(x.shape, view, shape)
+        operands += [flat(x)[start:], strides]
     kernel[blocks(out.size), THREADS](flat(out), shape, *operands)
     return out
 

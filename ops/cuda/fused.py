@@ -13,9 +13,11 @@ from ops.cpu.fused import conversions, ops_of, scalar_source
 from ops.cuda import elementwise
 
 
-def fused(*xs, program: tuple, shape: tuple, **_):
-    """The program's output, a new device array of ``shape``, for the device arrays ``xs``."""
-    return elementwise.launch(_kernel(program, len(xs)), empty(tuple(shape), np.dtype(program[-1][2])), *xs)
+def fused(*xs, program: tuple, views: tuple, shape: tuple, **_):
+    """The program's output, a new device array of ``shape``, for the device arrays ``xs`` (each read through its
+    view, where it has one)."""
+    return elementwise.launch(_kernel(program, len(xs)), empty(tuple(shape), np.dtype(program[-1][2])), *xs,
+                              views=views)
 
 
 @functools.cache

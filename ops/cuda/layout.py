@@ -28,6 +28,14 @@ def broadcast_strides(shape, target) -> tuple[int, ...]:
     return tuple(0 if n == 1 and t != 1 else s for n, t, s in zip(padded, target, own))
 
 
+def sliced_broadcast(shape, index, target) -> tuple[int, tuple[int, ...]]:
+    """(offset, strides) that read ``x[index]``, for a C-contiguous ``x`` of ``shape`` and a basic index, as the
+    larger ``target`` shape: one stride per axis of ``target``, 0 where the slice lacks the axis or has it as 1."""
+    start, view, strides = index_view(shape, index)
+    pad = len(target) - len(view)
+    return start, (0,) * pad + tuple(0 if n == 1 and t != 1 else s for n, t, s in zip(view, target[pad:], strides))
+
+
 def index_view(shape, index) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
     """(offset, shape, strides) in elements of ``x[index]`` for a C-contiguous ``x`` of ``shape`` and a normalized
     index: a tuple of ints, slices and None, one entry per axis used (as the ``getitem`` primitive holds)."""

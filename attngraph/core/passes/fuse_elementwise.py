@@ -4,7 +4,8 @@ A group grows from its last op (its root) backwards through the elementwise ops 
 that compute an input of a member, have the root's shape (a smaller one would be recomputed for every element
 it is broadcast to), are not an output of the graph, and whose every user is in the group: no value is computed
 twice and none that another node reads is lost. The members become the program of one node, which reads the
-group's inputs (broadcast as they were) and writes the root's value; a group of one op stays as it is.
+group's inputs (broadcast as they were; a slice ``x[...]`` that an input is, in place: its ``views``) and writes
+the root's value; a group of one op stays as it is.
 
   sigmoid(x + b) ∘ h + (1 − z) ∘ tanh(u)   →   fused(x, b, h, z, u)        (five ops, one pass)
 
@@ -20,6 +21,8 @@ from ops.cpu.fused import MAX_INPUTS
 
 from ..graph import Graph, Node
 from ..primitive import lookup
+from ..prims.movement import sliced_shape
+from .dce import dce
 from .rewrite import rewrite
 
 MAX_OPS = 64             # instructions of one program: longer chains are split (compile time grows with them)
@@ -40,14 +43,16 @@ def fuse_elementwise(graph: Graph) -> Graph:
         slot = {x: i for i, x in enumerate(outside)} | {m: len(outside) + k for k, m in enumerate(members)}
         program = tuple((m.op, tuple(slot[x] for x in m.inputs), m.dtype.name) for m in members)
         reads = tuple(_reads(root.shape, x.shape) for x in outside)
-        fused = copy(root, tuple(env[x] for x in outside), op="fused", value=tuple(members),
-                     attrs={"program": program, "reads": reads, "shape": root.shape})
+        sources = [x.inputs[0] if x.op == "getitem" else x for x in outside]
+        views = tuple(x.attrs["index"] if x.op == "getitem" else None for x in outside)
+        fused = copy(root, tuple(env[x] for x in sources), op="fused", value=tuple(members),
+                     attrs={"program": program, "reads": reads, "views": views, "shape": root.shape})
         for m in members:
             env[m] = fused
         return fused
 
     env: dict[Node, Node] = {}
-    return rewrite(graph, visit, env)
+    return dce(rewrite(graph, visit, env))          # slices now read in place go
 
 
 def unfuse(graph: Graph) -> Graph:
@@ -56,7 +61,10 @@ def unfuse(graph: Graph) -> Graph:
     def visit(node, inputs, copy):
         if node.op != "fused":
             return copy(node, inputs)
-        values = list(inputs)
+        template = node.value[0]
+        values = [x if view is None else copy(template, (x,), op="getitem", attrs={"index": view},
+                                              shape=sliced_shape(x.shape, view), dtype=x.dtype)
+                  for x, view in zip(inputs, node.attrs["views"])]
         for member, (_, args, _) in zip(node.value, node.attrs["program"]):
             values.append(copy(member, tuple(values[a] for a in args)))
         return values[-1]

@@ -2,8 +2,9 @@
 (core/passes/fuse_elementwise.py) from the ops it replaces, never by user code.
 
 Attributes: ``program``, the ops as instructions ``(op, args, dtype)`` (args index the node's inputs, then the
-results of earlier instructions; the last is the output); ``reads``, the output axis each input axis follows
-(see ops/cpu/fused.py); ``shape``, the output's. The node's ``value`` holds the nodes it stands for, one per
+results of earlier instructions; the last is the output); ``views``, for each input, None or the basic index
+through which the program reads it (a slice of it, read in place: a recurrent cell's gates, a time step);
+``reads``, the output axis each (viewed) input axis follows (see ops/cpu/fused.py); ``shape``, the output's. The node's ``value`` holds the nodes it stands for, one per
 instruction, with their names, scopes and source lines: debug mode names the one that first makes a NaN or Inf.
 Its FLOPs are those of the ops, and its gradient is theirs: the VJP expands the program into them and
 differentiates that.
@@ -14,12 +15,19 @@ from ops.cpu.fused import fused as fused_kernel
 
 from .. import functional as F
 from ..primitive import define, lookup
+from .movement import sliced_shape
 
 
-def expand(inputs, program: tuple) -> list:
-    """The values of the program computed by the ops it stands for, as graph tensors: the inputs, then each
-    instruction's result (the last is the fused node's value)."""
-    values = list(inputs)
+def viewed(inputs, views: tuple, index) -> list:
+    """What a fused node's program reads: each input, or ``index(input, view)`` where it has a view (a basic
+    index: the input is a slice, read in place)."""
+    return [x if view is None else index(x, view) for x, view in zip(inputs, views)]
+
+
+def expand(inputs, program: tuple, views: tuple) -> list:
+    """The values of the program computed by the ops it stands for, as graph tensors: the inputs (sliced by
+    their views), then each instruction's result (the last is the fused node's value)."""
+    values = viewed(inputs, views, lambda x, view: F.emit("getitem", x, index=view))
     for op, args, dtype in program:
         xs = [values[a] for a in args]
         values.append(F.emit("astype", *xs, dtype=dtype) if op == "astype" else F.emit(op, *xs))
@@ -37,7 +45,7 @@ def formula(program: tuple, names: list[str]) -> str:
 def first_nonfinite(node, inputs: list):
     """The node, of those a fused ``node`` stands for, whose value is the first to hold NaN or Inf for these host
     arrays, computed op by op as the unfused graph would; ``node`` itself when none does."""
-    values = list(inputs)
+    values = viewed(inputs, node.attrs["views"], lambda x, view: x[view])
     for member, (op, args, dtype) in zip(node.value, node.attrs["program"]):
         xs = [values[a] for a in args]
         y = np.asarray(xs[0]).astype(dtype) if op == "astype" else lookup(op).kernels["cpu"](*xs)
@@ -47,20 +55,20 @@ def first_nonfinite(node, inputs: list):
     return node
 
 
-def fused_vjp(g, y, *inputs, program, **_):
+def fused_vjp(g, y, *inputs, program, views, **_):
     """∂/∂inputs of Σ g ∘ y, y computed by the ops the program stands for."""
     from ..autodiff import gradients
     floats = [x for x in inputs if x.dtype.kind == "f"]
-    grads = iter(gradients(F.sum(expand(inputs, program)[-1] * g), floats))
+    grads = iter(gradients(F.sum(expand(inputs, program, views)[-1] * g), floats))
     return tuple(next(grads) if x.dtype.kind == "f" else None for x in inputs)
 
 
-def fused_flops(out, *ins, program, **_):
-    shapes = list(ins) + [out] * len(program)
+def fused_flops(out, *ins, program, views, **_):
+    shapes = viewed(ins, views, sliced_shape) + [out] * len(program)
     return sum(lookup(op).flops(out, *(shapes[a] for a in args), **({"dtype": dtype} if op == "astype" else {}))
                for op, args, dtype in program)
 
 
-define("fused", lambda *inputs, program, reads, shape: (tuple(shape), np.dtype(program[-1][2])),
+define("fused", lambda *inputs, program, reads, views, shape: (tuple(shape), np.dtype(program[-1][2])),
        cpu=fused_kernel, vjp=fused_vjp, flops=fused_flops,
        doc="elementwise ops run as one generated kernel: one pass over the output, no intermediate arrays")
