@@ -80,8 +80,9 @@ def ops_of(program: tuple) -> list[str]:
 
 class Fused:
     """``fused(*xs, program=, reads=, views=, shape=)``: the program's output, of ``shape``, for the inputs ``xs``,
-    each read through its view (``xs[i][views[i]]``, a NumPy view: no copy) where it has one. The executor asks
-    ``for_dtypes`` once per node instead."""
+    each read through its view (``xs[i][views[i]]``) where it has one. The executor asks ``for_dtypes`` once per
+    node instead. A view is copied to a C-contiguous array first: numba types a strided view as layout "A", whose
+    loops do not vectorize (sigmoid(a + b) on (64, 192) slices of (64, 576) arrays: 139 µs, 25 µs copied)."""
 
     def __call__(self, *xs, **attrs):
         return self.for_dtypes(*(np.asarray(x).dtype for x in xs), **attrs)(*map(np.asarray, xs), **attrs)
@@ -98,7 +99,8 @@ class Fused:
             return out
 
         def run_views(*xs, shape, **_):
-            return run(*(x if view is None else x[view] for x, view in zip(xs, views)), shape=shape)
+            return run(*(x if view is None else np.ascontiguousarray(x[view]) for x, view in zip(xs, views)),
+                       shape=shape)
         return run if all(view is None for view in views) else run_views
 
 

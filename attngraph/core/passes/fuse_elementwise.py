@@ -4,8 +4,8 @@ A group grows from its last op (its root) backwards through the elementwise ops 
 that compute an input of a member, have the root's shape (a smaller one would be recomputed for every element
 it is broadcast to), are not an output of the graph, and whose every user is in the group: no value is computed
 twice and none that another node reads is lost. The members become the program of one node, which reads the
-group's inputs (broadcast as they were; a slice ``x[...]`` that an input is, in place: its ``views``) and writes
-the root's value; a group of one op stays as it is.
+group's inputs (broadcast as they were; a slice ``x[...]`` that an input is, through its ``views``: one call
+instead of two) and writes the root's value; a group of one op stays as it is.
 
   sigmoid(x + b) ∘ h + (1 − z) ∘ tanh(u)   →   fused(x, b, h, z, u)        (five ops, one pass)
 
