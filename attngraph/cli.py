@@ -3,6 +3,7 @@
     attngraph models                                   the registry
     attngraph summary MODEL [--depth N] [--dim T=128]  module tree, parameters, FLOPs, memory
     attngraph render MODEL --out FILE [--depth N] [--view backward] [--roll] [--dim T=128]
+    attngraph export MODEL --onnx FILE [--dim T=128]   the forward graph as an ONNX model (the onnx extra)
     attngraph check-grads MODEL                        gradcheck every parameter, tiny float64 configuration
     attngraph demo [NAME] [demo options]               train a demo and write its pictures
     attngraph info                                     versions, threading, CUDA, graphviz
@@ -68,6 +69,14 @@ def _render(args) -> int:
     path = render_graph(_checked_graph(args)[0], args.out, view=args.view, depth=args.depth, roll=args.roll,
                         parameter_nodes=args.parameter_nodes, **args.dim)
     print(f"wrote {path}")
+    return 0
+
+
+def _export(args) -> int:
+    from .export.onnx import export_onnx, onnx_package
+    _check_writable(args, "--onnx", Path(args.onnx), "model.onnx")
+    onnx_package()
+    print(f"wrote {export_onnx(_checked_graph(args)[0], args.onnx, **args.dim)}")
     return 0
 
 
@@ -288,12 +297,17 @@ def _check_output_file(args) -> None:
         format_of(out)
     except RenderError as e:
         args.parser.error(f"--out {out}: {e}")
+    _check_writable(args, "--out", out, "graph.svg")
+
+
+def _check_writable(args, option: str, out: Path, example: str) -> None:
+    """A file name, not a folder, in a folder that exists (created if need be) and can be written."""
     if out.is_dir():
-        args.parser.error(f"--out {out} is a folder; give a file name such as {out / 'graph.svg'}")
+        args.parser.error(f"{option} {out} is a folder; give a file name such as {out / example}")
     try:
         writable_folder(out.parent)
     except argparse.ArgumentTypeError as e:
-        args.parser.error(f"--out {out}: {e}")
+        args.parser.error(f"{option} {out}: {e}")
 
 
 def _checked_graph(args):
@@ -404,11 +418,13 @@ def _parser() -> argparse.ArgumentParser:
                          help="change a setting of the model (repeatable)")
         sub.add_argument("--seed", type=seed, default=0, help="seed of the example batch")
 
-    def picture_options(sub):
+    def size_options(sub, dim_help="bind a symbolic dimension for FLOPs and sizes, e.g. T=128 (repeatable)"):
         sub.add_argument("--tiny", action="store_true", help="start from the model's tiny configuration")
+        sub.add_argument("--dim", type=_dim, action="append", default=[], metavar="NAME=SIZE", help=dim_help)
+
+    def picture_options(sub):
+        size_options(sub)
         sub.add_argument("--depth", type=positive_int, help="show modules down to this depth (default: all)")
-        sub.add_argument("--dim", type=_dim, action="append", default=[], metavar="NAME=SIZE",
-                         help="bind a symbolic dimension for FLOPs and sizes, e.g. T=128 (repeatable)")
 
     command("models", _models, "list the models of the registry")
     sub = command("summary", _summary, "print a model's module tree with shapes, parameters and FLOPs")
@@ -422,6 +438,11 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("--roll", action="store_true", default=None,
                      help="draw identical consecutive blocks once, marked ×N (default: when the picture is large)")
     sub.add_argument("--parameter-nodes", action="store_true", help="draw parameters as nodes of their own")
+    sub = command("export", _export, "write a model's forward graph as an ONNX model (needs the onnx extra: "
+                                     "pip install 'attngraph[onnx]')")
+    model_options(sub)
+    size_options(sub, "fix a symbolic dimension, e.g. T=128 (repeatable; the others stay symbolic)")
+    sub.add_argument("--onnx", required=True, metavar="FILE", help="the ONNX file to write")
     sub = command("check-grads", _check_grads, "gradcheck every parameter of a tiny float64 configuration")
     model_options(sub)
     sub = command("demo", _demo, "train a demo model and write its pictures", epilog=_demo_list(),

@@ -235,6 +235,12 @@ class Graph:
         from ..render import render_graph
         return render_graph(self, path, **options)
 
+    def export_onnx(self, path, **sizes):
+        """Write this forward graph as an ONNX model (needs the ``onnx`` extra); ``sizes`` fix symbolic dimensions
+        (``T=128``), the others stay symbolic. See ``attngraph.export.onnx``; deferred import, as ``render``."""
+        from ..export import export_onnx
+        return export_onnx(self, path, **sizes)
+
     def summary(self, **options):
         """The module tree with shapes, parameters and FLOPs; see ``attngraph.inspect.summary``."""
         from ..inspect import summary

@@ -1,0 +1,352 @@
+"""ONNX export: a traced forward graph written as a standard ONNX model (opset 18) that onnxruntime runs.
+
+    graph = ag.trace(model.eval(), tokens=ag.Input(("B", "T"), "int64"))
+    graph.export_onnx("gpt.onnx")                   # or export_onnx(graph, "gpt.onnx", T=128)
+
+What is written:
+- the graph's inputs with their dtypes; a symbolic dimension (``"B"``, ``"T"``) becomes an ONNX ``dim_param``,
+  and the sizes of reshapes, broadcasts, ranges and masks are read from the inputs' shapes when the model runs,
+  so one file serves every batch size and length. Sizes given as keywords (``T=128``) are fixed instead.
+  Inputs that no output depends on are left out (``rng_seed``, once dropout is the identity);
+- parameters as initializers named by their dotted paths, constants as initializers;
+- one ONNX node (or a short chain) per primitive, each named ``scope/op/n17`` with the user's source line as
+  its doc string. Fused primitives are written out in standard ops: the compiler's ``fused`` elementwise nodes
+  op by op (``core.passes.unfuse``), flash ``attention`` as MatMul, Softmax and its masks, ``gelu`` from Erf or
+  Tanh, ``cross_entropy`` as SoftmaxCrossEntropyLoss; matmul's transpose flags become Transpose nodes;
+- the outputs under the graph's output names.
+
+The export is for inference, as ``torch.onnx.export`` in eval mode: ``dropout`` is the identity. Semantics are
+attngraph's: masked softmax entries are 0 and a row with nothing allowed is all 0 (never NaN); ``causal``
+lets query i see key j ≤ i + Tk − Tq; a cross-entropy whose targets are all ignored is 0. Backward ops
+(``*_grad``, scatters) have no ONNX form here: export the forward graph, not ``graph.grad()``.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import reduce
+from pathlib import Path
+
+import numpy as np
+
+from ..core.dims import Dim, multiply, symbols
+from ..core.graph import Graph, Node
+from ..core.passes import unfuse
+from ..errors import AttnGraphError, BindingError
+
+OPSET = 18
+INT64_MAX, INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+
+
+class ExportError(AttnGraphError):
+    """A graph that cannot be written as ONNX, or ``onnx`` not installed."""
+
+
+def onnx_package():
+    """The ``onnx`` package, or an ExportError saying how to install it."""
+    try:
+        import onnx
+    except ImportError:
+        raise ExportError("ONNX export needs the onnx package: pip install 'attngraph[onnx]'") from None
+    return onnx
+
+
+def export_onnx(graph: Graph, path, **sizes: int) -> Path:
+    """Write ``graph`` to ``path`` as an ONNX model (see the module docstring), atomically; returns the path.
+    ``sizes`` fix symbolic dimensions (``T=128``) instead of leaving them to run time."""
+    from ..train.files import write_atomically
+    model, path = to_onnx(graph, **sizes), Path(path)
+    write_atomically(path, lambda f: f.write(model.SerializeToString()))
+    return path
+
+
+def to_onnx(graph: Graph, **sizes: int):
+    """``graph`` as an ``onnx.ModelProto``."""
+    onnx = onnx_package()
+    from .. import __version__
+    builder = _Builder(onnx, graph, sizes)
+    body = onnx.helper.make_graph(builder.nodes, "attngraph", builder.inputs(), builder.outputs,
+                                  initializer=builder.initializers)
+    return onnx.helper.make_model(body, producer_name="attngraph", producer_version=__version__,
+                                  opset_imports=[onnx.helper.make_opsetid("", OPSET)])
+
+
+class _Builder:
+    """Converts the nodes the outputs depend on, in order; ``self.names`` maps each to its ONNX value."""
+
+    def __init__(self, onnx, graph: Graph, sizes: dict[str, int]):
+        self.onnx, self.graph, self.sizes = onnx, unfuse(graph), dict(sizes)
+        self._check_sizes()
+        self.nodes, self.initializers, self.outputs = [], [], []
+        self.names: dict[Node, str] = {}
+        self.taken = set(self.graph.inputs) | set(self.graph.parameters)
+        self.symbols: dict[str, str] = {}       # symbolic dimension -> its 1-D int64 size, read from an input
+        self.node: Node | None = None
+        for node in self.graph.topological_order():
+            self.node = node
+            self.names[node] = self._convert(node)
+
+    def _check_sizes(self) -> None:
+        known = {s for node in self.graph.inputs.values() for d in node.shape for s in symbols(d)}
+        for name, size in self.sizes.items():
+            if name not in known:
+                raise BindingError(f"the graph has no dimension {name!r}; its symbolic dimensions are "
+                                   f"{sorted(known) or 'none'}")
+            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+                raise BindingError(f"dimension {name} must be a positive int, got {size!r}")
+
+    def _convert(self, node: Node) -> str:
+        if node.op in ("input", "parameter"):
+            return node.name if node.op == "input" else self.constant(node.value.data, node.name)
+        if node.op == "constant":
+            return self.constant(node.value)
+        if node.op == "output":
+            if node.name in self.taken:
+                raise ExportError(f"output {node.name!r} has the name of an input or parameter; ONNX needs distinct "
+                                  "names, so rename the output")
+            self.taken.add(node.name)
+            self.outputs.append(self.value_info(node.name, node))
+            return self.op("Identity", self.names[node.inputs[0]], out=node.name)
+        convert = CONVERTERS.get(node.op)
+        if convert is None:
+            hint = " (a backward op: export the forward graph, not graph.grad())" if node.grad_of is not None else ""
+            raise ExportError(f"cannot export {node.describe()}: the {node.op} primitive has no ONNX form{hint}")
+        return convert(self, node, *(self.names[x] for x in node.inputs), **node.attrs)
+
+    # --- values ------------------------------------------------------------------------------------------
+
+    def fresh(self, base: str) -> str:
+        name, n = base, 1
+        while name in self.taken:
+            name, n = f"{base}_{n}", n + 1
+        self.taken.add(name)
+        return name
+
+    def op(self, op_type: str, *inputs: str, out: str | None = None, **attrs) -> str:
+        """Append ONNX node ``op_type`` reading ``inputs`` for the current attngraph node; its one output's name."""
+        out = out or self.fresh(self.node.label)
+        name = self.fresh(f"{self.node.scope}/{self.node.op}/{self.node.label}/{op_type}")
+        self.nodes.append(self.onnx.helper.make_node(op_type, list(inputs), [out], name=name,
+                                                     doc_string=self.node.source, **attrs))
+        return out
+
+    def constant(self, value, name: str | None = None) -> str:
+        name = name or self.fresh(f"{self.node.label}/constant")
+        self.initializers.append(self.onnx.numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def scalar(self, value, dtype) -> str:
+        return self.constant(np.asarray(value, dtype))
+
+    def ints(self, values) -> str:
+        return self.constant(np.array(values, np.int64))
+
+    def cast(self, x: str, dtype) -> str:
+        return self.op("Cast", x, to=self.onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))
+
+    def inputs(self) -> list:
+        """The graph's inputs that some exported op reads."""
+        read = {x for n in self.nodes for x in n.input}
+        return [self.value_info(name, node) for name, node in self.graph.inputs.items() if name in read]
+
+    def value_info(self, name: str, node: Node):
+        return self.onnx.helper.make_tensor_value_info(
+            name, self.onnx.helper.np_dtype_to_tensor_dtype(node.dtype), [self.fixed(d) for d in node.shape])
+
+    # --- sizes read at run time --------------------------------------------------------------------------
+
+    def fixed(self, d: Dim) -> Dim:
+        """``d`` with the sizes given to the export put in: ``B*T`` with T=5 is ``5*B``."""
+        return multiply(*(self.sizes.get(t, t) for t in str(d).split("*")))
+
+    def dim(self, d: Dim) -> str:
+        """A 1-D int64 tensor holding dimension ``d``: a constant, or a product of symbols read from inputs."""
+        d = self.fixed(d)
+        if isinstance(d, int):
+            return self.ints([d])
+        factors = [self.symbol(t) if t.isidentifier() else self.ints([int(t)]) for t in d.split("*")]
+        return reduce(lambda a, b: self.op("Mul", a, b), factors)
+
+    def symbol(self, name: str) -> str:
+        if name not in self.symbols:
+            source, axis = next((n, a) for n, x in self.graph.inputs.items() for a, d in enumerate(x.shape)
+                                if d == name)
+            self.symbols[name] = self.op("Shape", source, start=axis, end=axis + 1)
+        return self.symbols[name]
+
+    def shape(self, shape) -> str:
+        """A 1-D int64 tensor holding ``shape``."""
+        fixed = [self.fixed(d) for d in shape]
+        if all(isinstance(d, int) for d in fixed):
+            return self.ints(fixed)
+        return self.op("Concat", *map(self.dim, shape), axis=0)
+
+    def length(self, d: Dim) -> str:
+        """Dimension ``d`` as a 0-d int64 tensor."""
+        return self.op("Squeeze", self.dim(d), self.ints([0]))
+
+    def offsets(self, tq: Dim, tk: Dim) -> str:
+        """The (Tq, Tk) int64 matrix j − i of query i and key j."""
+        zero, one = self.scalar(0, np.int64), self.scalar(1, np.int64)
+        i = self.op("Unsqueeze", self.op("Range", zero, self.length(tq), one), self.ints([1]))
+        return self.op("Sub", self.op("Range", zero, self.length(tk), one), i)
+
+    # --- composite ops -----------------------------------------------------------------------------------
+
+    def masked(self, op_type: str, x: str, shape, dtype, mask: str | None, causal: bool) -> str:
+        """Softmax or LogSoftmax over the last axis of ``x`` with attngraph's masks: entries not allowed by
+        ``mask`` (True = may attend) or ``causal`` (j ≤ i + Tk − Tq) are 0, and so are rows with none allowed."""
+        if causal:
+            tq, tk = shape[-2], shape[-1]
+            limit = self.op("Sub", self.length(tk), self.length(tq))
+            lower = self.op("LessOrEqual", self.offsets(tq, tk), limit)
+            mask = lower if mask is None else self.op("And", mask, lower)
+        if mask is None:
+            return self.op(op_type, x, axis=-1)
+        filled = self.op("Where", mask, x, self.scalar(np.finfo(dtype).min, dtype))
+        return self.op("Where", mask, self.op(op_type, filled, axis=-1), self.scalar(0, dtype))
+
+    def transposed(self, x: str, ndim: int) -> str:
+        return self.op("Transpose", x, perm=list(range(ndim - 2)) + [ndim - 1, ndim - 2])
+
+
+def _reduction(op_type: str) -> Callable:
+    def convert(b: _Builder, node: Node, x: str, axes, keepdims) -> str:
+        if node.inputs[0].dtype != node.dtype:      # sums of bool and integers are int64
+            x = b.cast(x, node.dtype)
+        if not axes:                                # ONNX reduces every axis when given none
+            return b.op("Identity", x)
+        return b.op(op_type, x, b.ints(axes), keepdims=int(keepdims))
+    return convert
+
+
+def _simple(op_type: str) -> Callable:
+    return lambda b, node, *xs, **attrs: b.op(op_type, *xs, **attrs)
+
+
+def _matmul(b, node, x, y, transpose_a=False, transpose_b=False):
+    a, c = node.inputs
+    return b.op("MatMul", b.transposed(x, len(a.shape)) if transpose_a else x,
+                b.transposed(y, len(c.shape)) if transpose_b else y)
+
+
+def _softmax(op_type: str) -> Callable:
+    return lambda b, node, x, mask=None, *, causal: b.masked(op_type, x, node.shape, node.dtype, mask, causal)
+
+
+def _attention(b, node, q, k, v, mask=None, *, causal, scale):
+    """softmax(scale · q kᵀ, mask, causal) v."""
+    qn, kn = node.inputs[:2]
+    scores = b.op("Mul", b.op("MatMul", q, b.transposed(k, len(kn.shape))), b.scalar(scale, node.dtype))
+    probs = b.masked("Softmax", scores, qn.shape[:-1] + kn.shape[-2:-1], node.dtype, mask, causal)
+    return b.op("MatMul", probs, v)
+
+
+def _gelu(b, node, x, bias=None, *, approximate):
+    """0.5 z (1 + erf(z / √2)), or 0.5 z (1 + tanh(√(2/π) (z + 0.044715 z³))), z = x (+ bias)."""
+    z = x if bias is None else b.op("Add", x, bias)
+
+    def times(a, value):
+        return b.op("Mul", a, b.scalar(value, node.dtype))
+    if approximate == "tanh":
+        cube = b.op("Mul", b.op("Mul", z, z), z)
+        phi = b.op("Tanh", times(b.op("Add", z, times(cube, 0.044715)), math.sqrt(2 / math.pi)))
+    else:
+        phi = b.op("Erf", times(z, 1 / math.sqrt(2)))
+    return b.op("Mul", times(z, 0.5), b.op("Add", phi, b.scalar(1, node.dtype)))
+
+
+def _getitem(b, node, x, index):
+    """One Slice over the indexed axes (an int i as i:i+1, squeezed after), then the new (None) axes inserted."""
+    sliced, squeezed, inserted = [], [], []
+    axis = out = 0
+    for item in index:
+        if item is None:
+            inserted.append(out)
+            out += 1
+            continue
+        if not isinstance(item, slice):
+            sliced.append((axis, item, INT64_MAX if item == -1 else item + 1, 1))
+            squeezed.append(axis)
+        else:
+            out += 1
+            if item != slice(None):
+                sliced.append((axis, *_bounds(item)))
+        axis += 1
+    if sliced:
+        axes, starts, ends, steps = map(b.ints, zip(*sliced))
+        x = b.op("Slice", x, starts, ends, axes, steps)
+    if squeezed:
+        x = b.op("Squeeze", x, b.ints(squeezed))
+    if inserted:
+        x = b.op("Unsqueeze", x, b.ints(inserted))
+    return x if sliced or inserted else b.op("Identity", x)
+
+
+def _bounds(item: slice) -> tuple[int, int, int]:
+    """(start, end, step) of ONNX's Slice for a Python slice: the two agree on negative and out-of-range
+    bounds, and an omitted bound is the end the step goes to (INT64_MIN: before the first element)."""
+    step = 1 if item.step is None else item.step
+    start = item.start if item.start is not None else 0 if step > 0 else INT64_MAX
+    stop = item.stop if item.stop is not None else INT64_MAX if step > 0 else INT64_MIN
+    return start, stop, step
+
+
+def _size(b, node, x, axes, dtype):
+    """The number of elements over ``axes``, in ``dtype`` (what ``mean`` divides by)."""
+    if not axes:
+        return b.scalar(1, dtype)
+    return b.cast(b.op("ReduceProd", b.shape([node.inputs[0].shape[a] for a in axes]), keepdims=0), dtype)
+
+
+def _cross_entropy(b, node, logits, targets, ignore_index):
+    """Mean over the targets not equal to ``ignore_index`` of −log softmax(logits)[target]; 0 if all are."""
+    shape = node.inputs[0].shape
+    rows = b.op("Reshape", logits, b.shape((multiply(*shape[:-1]), shape[-1])))
+    targets = b.op("Reshape", b.cast(targets, np.int64), b.ints([-1]))
+    if ignore_index is None:
+        return b.op("SoftmaxCrossEntropyLoss", rows, targets, reduction="mean")
+    total = b.op("SoftmaxCrossEntropyLoss", rows, targets, reduction="sum", ignore_index=ignore_index)
+    kept = b.cast(b.op("Not", b.op("Equal", targets, b.scalar(ignore_index, np.int64))), node.dtype)
+    return b.op("Div", total, b.op("Max", b.op("ReduceSum", kept, keepdims=0), b.scalar(1, node.dtype)))
+
+
+def _relative_distance(b, node, q, k, max_distance):
+    """clip(j − i, −max_distance, max_distance) + max_distance."""
+    qn, kn = node.inputs
+    offsets = b.op("Min", b.offsets(qn.shape[-2], kn.shape[-2]), b.scalar(max_distance, np.int64))
+    return b.op("Add", b.op("Max", offsets, b.scalar(-max_distance, np.int64)), b.scalar(max_distance, np.int64))
+
+
+CONVERTERS: dict[str, Callable] = {
+    **{op: _simple(op_type) for op, op_type in [
+        ("add", "Add"), ("sub", "Sub"), ("mul", "Mul"), ("div", "Div"), ("pow", "Pow"), ("maximum", "Max"),
+        ("minimum", "Min"), ("neg", "Neg"), ("exp", "Exp"), ("log", "Log"), ("sqrt", "Sqrt"), ("tanh", "Tanh"),
+        ("sigmoid", "Sigmoid"), ("relu", "Relu"), ("erf", "Erf"), ("where", "Where"), ("equal", "Equal"),
+        ("less", "Less"), ("less_equal", "LessOrEqual"), ("greater", "Greater"),
+        ("greater_equal", "GreaterOrEqual"), ("logical_and", "And"), ("logical_or", "Or"),
+        ("logical_not", "Not"), ("stop_gradient", "Identity"), ("gather", "Gather"), ("concat", "Concat"),
+        ("transpose", "Transpose")]},
+    "not_equal": lambda b, node, x, y: b.op("Not", b.op("Equal", x, y)),
+    "astype": lambda b, node, x, dtype: b.cast(x, dtype),
+    "dropout": lambda b, node, x, seed, p, key: b.op("Identity", x),
+    "sum": _reduction("ReduceSum"),
+    "max": _reduction("ReduceMax"),
+    "size": _size,
+    "matmul": _matmul,
+    "reshape": lambda b, node, x, shape: b.op("Reshape", x, b.shape(shape), allowzero=1),
+    "broadcast_to": lambda b, node, x, shape: b.op("Expand", x, b.shape(shape)),
+    "getitem": _getitem,
+    "arange": lambda b, node, x, axis: b.op("Range", b.scalar(0, np.int64), b.length(node.shape[0]),
+                                            b.scalar(1, np.int64)),
+    "relative_distance": _relative_distance,
+    "softmax": _softmax("Softmax"),
+    "log_softmax": _softmax("LogSoftmax"),
+    "layer_norm": lambda b, node, x, weight, bias, eps: b.op("LayerNormalization", x, weight, bias, axis=-1,
+                                                             epsilon=eps),
+    "gelu": _gelu,
+    "attention": _attention,
+    "cross_entropy": _cross_entropy,
+}
+"""attngraph primitive -> ``convert(builder, node, *input values, **node.attrs)``, returning the output's value.
+``_simple`` ops pass their attributes on (concat's axis, transpose's perm)."""
