@@ -4,6 +4,7 @@
     attngraph summary MODEL [--depth N] [--dim T=128]  module tree, parameters, FLOPs, memory
     attngraph render MODEL --out FILE [--depth N] [--view backward] [--roll] [--dim T=128]
     attngraph export MODEL --onnx FILE [--dim T=128]   the forward graph as an ONNX model (the onnx extra)
+    attngraph view MODEL [--out FILE.html] [--depth N] one HTML page: the graph to explore, attention weights
     attngraph check-grads MODEL                        gradcheck every parameter, tiny float64 configuration
     attngraph demo [NAME] [demo options]               train a demo and write its pictures
     attngraph info                                     versions, threading, CUDA, graphviz
@@ -77,6 +78,29 @@ def _export(args) -> int:
     _check_writable(args, "--onnx", Path(args.onnx), "model.onnx")
     onnx_package()
     print(f"wrote {export_onnx(_checked_graph(args)[0], args.onnx, **args.dim)}")
+    return 0
+
+
+def _view(args) -> int:
+    """The viewer of MODEL's graph and of its attention weights on the example batch (seeded by ``--seed``, as
+    ``render --view backward`` builds it); token ids show as numbers, the special ones of the text models by name."""
+    from .models.tokens import BOS, EOS, MASK, PAD
+    from .render.graph import RenderError
+    from .render.html import check_path, to_html
+    out = Path(args.out or f"{args.model.rpartition(':')[2]}.html")
+    try:
+        check_path(out)
+    except RenderError as e:
+        args.parser.error(f"--out {out}: {e}")
+    _check_writable(args, "--out", out, "model.html")
+    graph, model = _checked_graph(args)
+    inputs = None
+    if model is not None:
+        batch = _target(args).batch(model, np.random.default_rng(args.seed), 2)
+        inputs = {name: value for name, value in batch.items() if name in graph.inputs}
+    to_html(graph, out, inputs=inputs, vocabulary={PAD: "<pad>", BOS: "<bos>", EOS: "<eos>", MASK: "<mask>"},
+            title=args.model, view=args.view, depth=args.depth, **args.dim)
+    print(f"wrote {out}")
     return 0
 
 
@@ -443,6 +467,12 @@ def _parser() -> argparse.ArgumentParser:
     model_options(sub)
     size_options(sub, "fix a symbolic dimension, e.g. T=128 (repeatable; the others stay symbolic)")
     sub.add_argument("--onnx", required=True, metavar="FILE", help="the ONNX file to write")
+    sub = command("view", _view, "write one HTML page to explore a model's graph (fold modules, search, details "
+                                 "of a node) and its attention weights on an example batch")
+    model_options(sub)
+    picture_options(sub)
+    sub.add_argument("--out", help="the .html file to write (default: MODEL.html)")
+    sub.add_argument("--view", choices=("forward", "backward", "both"), default="forward")
     sub = command("check-grads", _check_grads, "gradcheck every parameter of a tiny float64 configuration")
     model_options(sub)
     sub = command("demo", _demo, "train a demo model and write its pictures", epilog=_demo_list(),

@@ -241,6 +241,12 @@ class Graph:
         from ..export import export_onnx
         return export_onnx(self, path, **sizes)
 
+    def to_html(self, path=None, **options) -> str:
+        """One self-contained HTML page to explore the graph, and its attention weights given ``inputs=``; written
+        to ``path`` when given. See ``attngraph.render.html``; deferred import, as for ``render``."""
+        from ..render.html import to_html
+        return to_html(self, path, **options)
+
     def summary(self, **options):
         """The module tree with shapes, parameters and FLOPs; see ``attngraph.inspect.summary``."""
         from ..inspect import summary
