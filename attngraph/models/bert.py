@@ -7,41 +7,55 @@ from ..attention import LearnedPositions
 from ..core import functional as F
 from ..core.parameter import Parameter
 from ..core.tracing import Input
+from ..errors import BindingError
 from ..nn import Dropout, Embedding, LayerNorm, Linear, Module
 from ..nn import checks
 from . import tasks
-from .blocks import Encoder, stack_settings
+from .blocks import Encoder, gelu_and_eps, stack_settings
 from .registry import ModelSpec, register
 from .tokens import FIRST, IGNORE, MASK, padding_mask, vocabulary
 
 
 class BERT(Module):
-    """logits = BERT(...)(tokens): for every position, the masked-LM distribution over the vocabulary.
+    """logits = BERT(...)(tokens, segment_ids=None): for every position, the masked-LM distribution over the
+    vocabulary.
 
     tokens (B, T) → logits (B, T, vocab); ``PAD`` positions are masked out of the attention. Token
-    embeddings plus learned positions, LayerNorm and dropout, ``layers`` post-norm GELU encoder layers
-    (as BERT), and the masked-LM head: a GELU layer, LayerNorm, and the transposed token embedding with
-    an output bias, logits = LN(GELU(W h + b)) Eᵀ + c. Segment embeddings and next-sentence prediction
-    are left out. Layer i's attention weights are recorded under ``encoder.layers.i.self_attn``."""
+    embeddings plus learned positions (plus, with ``segments`` > 0, the embedding of each position's segment
+    in ``segment_ids`` (B, T), segment 0 everywhere when None, as BERT's token types), LayerNorm and
+    dropout, ``layers`` post-norm GELU encoder layers (as BERT), and the masked-LM head: a GELU layer,
+    LayerNorm, and the transposed token embedding with an output bias, logits = LN(GELU(W h + b)) Eᵀ + c.
+    Next-sentence prediction is left out. ``gelu`` picks GELU's tanh approximation or its exact form
+    ("none", as BERT); ``layer_norm_eps`` is the ε of every LayerNorm (BERT's is 1e-12). Layer i's
+    attention weights are recorded under ``encoder.layers.i.self_attn``."""
 
     def __init__(self, vocab: int, d_model: int = 64, heads: int = 4, layers: int = 2, d_ff: int = 256,
-                 max_length: int = 128, dropout: float = 0.1, rng=None):
+                 max_length: int = 128, dropout: float = 0.1, rng=None, segments: int = 0, gelu: str = "tanh",
+                 layer_norm_eps: float = 1e-5):
         super().__init__()
         vocab, max_length = vocabulary("vocab", vocab), checks.integer("max_length", max_length)
         layers, d_model, heads, d_ff, dropout = stack_settings(layers, d_model, heads, d_ff, dropout)
+        segments = checks.integer("segments", segments, minimum=0)
+        self.activation, layer_norm_eps = gelu_and_eps(gelu, layer_norm_eps)
         self.token_embed = Embedding(vocab, d_model, std=0.02, rng=rng)
+        self.segment_embed = Embedding(segments, d_model, std=0.02, rng=rng) if segments else None
         self.positions = LearnedPositions(max_length, d_model, rng=rng)
-        self.embed_norm = LayerNorm(d_model)
+        self.embed_norm = LayerNorm(d_model, layer_norm_eps)
         self.dropout = Dropout(dropout)
-        self.encoder = Encoder(layers, d_model, heads, d_ff, dropout, activation=F.gelu, rng=rng)
+        self.encoder = Encoder(layers, d_model, heads, d_ff, dropout, activation=self.activation, rng=rng,
+                               layer_norm_eps=layer_norm_eps)
         self.transform = Linear(d_model, d_model, rng=rng)
-        self.transform_norm = LayerNorm(d_model)
+        self.transform_norm = LayerNorm(d_model, layer_norm_eps)
         self.out_bias = Parameter(np.zeros(vocab, np.float32))
 
-    def forward(self, tokens):
-        x = self.dropout(self.embed_norm(self.positions(self.token_embed(tokens))))
-        h = self.encoder(x, mask=padding_mask(tokens))
-        return self.transform_norm(F.gelu(self.transform(h))) @ self.token_embed.weight.T + self.out_bias
+    def forward(self, tokens, segment_ids=None):
+        x = self.positions(self.token_embed(tokens))
+        if self.segment_embed is not None:
+            x = x + (self.segment_embed.weight[0] if segment_ids is None else self.segment_embed(segment_ids))
+        elif segment_ids is not None:
+            raise BindingError("segment_ids given to a BERT without segment embeddings: build it with segments > 0")
+        h = self.encoder(self.dropout(self.embed_norm(x)), mask=padding_mask(tokens))
+        return self.transform_norm(self.activation(self.transform(h))) @ self.token_embed.weight.T + self.out_bias
 
 
 def mask_tokens(tokens: np.ndarray, rng: np.random.Generator, vocab: int,

@@ -15,7 +15,21 @@ from typing import Callable
 from ..attention import MultiHeadAttention
 from ..core import functional as F
 from ..nn import MLP, Dropout, LayerNorm, Module, ModuleList
-from ..nn.checks import divisible, flag, function, integer, probability, sizes
+from ..nn.checks import divisible, flag, function, integer, one_of, positive, probability, sizes
+
+
+def gelu_exact(x):
+    """GELU in its exact form x·Φ(x), Φ the standard normal CDF (BERT, ViT); ``F.gelu`` is the tanh approximation
+    (GPT-2)."""
+    return F.gelu(x, approximate="none")
+
+
+GELU = {"tanh": F.gelu, "none": gelu_exact}     # by ``approximate``, as PyTorch's nn.GELU
+
+
+def gelu_and_eps(gelu, layer_norm_eps) -> tuple[Callable, float]:
+    """The GELU function named by ``gelu`` ("tanh" or "none") and the LayerNorms' ``layer_norm_eps`` (> 0), checked."""
+    return GELU[one_of("gelu", gelu, GELU)], positive("layer_norm_eps", layer_norm_eps)
 
 
 def stack_settings(layers, d_model, heads, d_ff, dropout) -> tuple[int, int, int, int, float]:
@@ -27,20 +41,21 @@ def stack_settings(layers, d_model, heads, d_ff, dropout) -> tuple[int, int, int
 
 class EncoderLayer(Module):
     """x ← sublayer(x) for self-attention then the feed-forward network FFN(x) = W₂ act(W₁x + b₁) + b₂
-    (d_model → d_ff → d_model at every position; act is ReLU in the paper, GELU in GPT, BERT and ViT).
+    (d_model → d_ff → d_model at every position; act is ReLU in the paper, GELU in GPT, BERT and ViT). Its
+    LayerNorms use ``layer_norm_eps`` (1e-5 as PyTorch; 1e-12 in BERT and ViT).
 
     ``layer(x, mask=None, causal=False)``: x (B, T, d_model), ``mask`` a (B, T) padding mask or anything
     ``MultiHeadAttention`` takes; ``causal`` makes it a decoder-only (GPT) layer."""
 
     def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.0, pre_norm: bool = False,
-                 activation: Callable = F.relu, rng=None):
+                 activation: Callable = F.relu, rng=None, layer_norm_eps: float = 1e-5):
         super().__init__()
         d_ff, dropout = integer("d_ff", d_ff), probability("dropout", dropout)
         self.pre_norm, activation = flag("pre_norm", pre_norm), function("activation", activation)
         self.self_attn = MultiHeadAttention(d_model, heads, dropout, rng=rng)
-        self.self_attn_norm = LayerNorm(d_model)
+        self.self_attn_norm = LayerNorm(d_model, layer_norm_eps)
         self.ffn = MLP([d_model, d_ff, d_model], activation, dropout, rng=rng)
-        self.ffn_norm = LayerNorm(d_model)
+        self.ffn_norm = LayerNorm(d_model, layer_norm_eps)
         self.dropout = Dropout(dropout)
 
     def residual(self, x, sublayer: Callable, norm: LayerNorm):
@@ -61,10 +76,10 @@ class DecoderLayer(EncoderLayer):
     the source's (B, S) padding mask."""
 
     def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.0, pre_norm: bool = False,
-                 activation: Callable = F.relu, rng=None):
-        super().__init__(d_model, heads, d_ff, dropout, pre_norm, activation, rng)
+                 activation: Callable = F.relu, rng=None, layer_norm_eps: float = 1e-5):
+        super().__init__(d_model, heads, d_ff, dropout, pre_norm, activation, rng, layer_norm_eps)
         self.cross_attn = MultiHeadAttention(d_model, heads, dropout, rng=rng)
-        self.cross_attn_norm = LayerNorm(d_model)
+        self.cross_attn_norm = LayerNorm(d_model, layer_norm_eps)
 
     def forward(self, x, memory, memory_mask=None):
         x = self.residual(x, lambda h: self.self_attn(h, h, h, causal=True), self.self_attn_norm)
@@ -79,12 +94,12 @@ class Encoder(Module):
     layer = EncoderLayer
 
     def __init__(self, layers: int, d_model: int, heads: int, d_ff: int, dropout: float = 0.0,
-                 pre_norm: bool = False, activation: Callable = F.relu, rng=None):
+                 pre_norm: bool = False, activation: Callable = F.relu, rng=None, layer_norm_eps: float = 1e-5):
         super().__init__()
         layers, d_model, heads, d_ff, dropout = stack_settings(layers, d_model, heads, d_ff, dropout)
-        self.layers = ModuleList(self.layer(d_model, heads, d_ff, dropout, pre_norm, activation, rng)
+        self.layers = ModuleList(self.layer(d_model, heads, d_ff, dropout, pre_norm, activation, rng, layer_norm_eps)
                                  for _ in range(layers))
-        self.norm = LayerNorm(d_model) if pre_norm else None
+        self.norm = LayerNorm(d_model, layer_norm_eps) if pre_norm else None
 
     def forward(self, x, *args, **kwargs):
         for layer in self.layers:

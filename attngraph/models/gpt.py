@@ -11,7 +11,7 @@ from ..errors import NonFiniteError
 from ..nn import Dropout, Embedding, Linear, Module
 from ..nn.checks import flag, integer, non_negative, sizes
 from . import tasks
-from .blocks import Encoder, stack_settings
+from .blocks import Encoder, gelu_and_eps, stack_settings
 from .registry import ModelSpec, register
 from .tokens import token_ids
 
@@ -23,19 +23,23 @@ class GPT(Module):
     learned positions, ``layers`` pre-norm layers of causal self-attention and GELU feed-forward (as
     GPT-2), a final LayerNorm, and the output map — with ``tie_weights`` the transposed token embedding,
     logits = h Eᵀ (Press & Wolf 2017), else its own linear map. Layer i's attention weights are recorded
-    under ``transformer.layers.i.self_attn``."""
+    under ``transformer.layers.i.self_attn``. ``gelu`` picks GELU's tanh approximation (GPT-2's "gelu_new")
+    or its exact form ("none"); ``layer_norm_eps`` is the ε of every LayerNorm."""
 
     def __init__(self, vocab: int, d_model: int = 64, heads: int = 4, layers: int = 2, d_ff: int = 256,
-                 max_length: int = 128, dropout: float = 0.1, tie_weights: bool = True, rng=None):
+                 max_length: int = 128, dropout: float = 0.1, tie_weights: bool = True, rng=None,
+                 gelu: str = "tanh", layer_norm_eps: float = 1e-5):
         super().__init__()
         vocab, max_length = sizes(vocab=vocab, max_length=max_length)
         layers, d_model, heads, d_ff, dropout = stack_settings(layers, d_model, heads, d_ff, dropout)
         tie_weights = flag("tie_weights", tie_weights)
+        activation, layer_norm_eps = gelu_and_eps(gelu, layer_norm_eps)
         self.max_length = max_length
         self.token_embed = Embedding(vocab, d_model, std=0.02, rng=rng)
         self.positions = LearnedPositions(max_length, d_model, rng=rng)
         self.dropout = Dropout(dropout)
-        self.transformer = Encoder(layers, d_model, heads, d_ff, dropout, pre_norm=True, activation=F.gelu, rng=rng)
+        self.transformer = Encoder(layers, d_model, heads, d_ff, dropout, pre_norm=True, activation=activation, rng=rng,
+                                   layer_norm_eps=layer_norm_eps)
         self.out = None if tie_weights else Linear(d_model, vocab, bias=False, rng=rng)
 
     def forward(self, tokens):

@@ -11,7 +11,7 @@ from ..errors import ShapeError
 from ..nn import Dropout, Linear, Module, init
 from ..nn.checks import divisible, integer, sizes
 from . import tasks
-from .blocks import Encoder, stack_settings
+from .blocks import Encoder, gelu_and_eps, stack_settings
 from .registry import ModelSpec, register
 
 
@@ -34,21 +34,25 @@ class ViT(Module):
     positions are added, ``layers`` pre-norm GELU encoder layers follow (as the paper), and a linear head
     reads the class token's final state. Layer i's attention weights, (B, heads, 1 + patches, 1 + patches)
     with the class token first, are recorded under ``encoder.layers.i.self_attn``. ``image_size`` must be a
-    multiple of ``patch_size``."""
+    multiple of ``patch_size``. ``gelu`` picks GELU's tanh approximation or its exact form ("none", as the
+    paper); ``layer_norm_eps`` is the ε of every LayerNorm."""
 
     def __init__(self, image_size: int = 32, patch_size: int = 4, channels: int = 3, classes: int = 10,
-                 d_model: int = 64, heads: int = 4, layers: int = 2, d_ff: int = 256, dropout: float = 0.1, rng=None):
+                 d_model: int = 64, heads: int = 4, layers: int = 2, d_ff: int = 256, dropout: float = 0.1, rng=None,
+                 gelu: str = "tanh", layer_norm_eps: float = 1e-5):
         super().__init__()
         image_size, patch_size, channels = sizes(image_size=image_size, patch_size=patch_size, channels=channels)
         layers, d_model, heads, d_ff, dropout = stack_settings(layers, d_model, heads, d_ff, dropout)
         classes = integer("classes", classes, minimum=2)
+        activation, layer_norm_eps = gelu_and_eps(gelu, layer_norm_eps)
         self.image_size = divisible("image_size", image_size, "patch_size", patch_size)
         self.patch_size, self.channels = patch_size, channels
         self.patch_embed = Linear(channels * patch_size ** 2, d_model, rng=rng)
         self.class_token = Parameter(init.normal((1, 1, d_model), 0.02, rng=rng))
         self.positions = LearnedPositions(1 + (image_size // patch_size) ** 2, d_model, rng=rng)
         self.dropout = Dropout(dropout)
-        self.encoder = Encoder(layers, d_model, heads, d_ff, dropout, pre_norm=True, activation=F.gelu, rng=rng)
+        self.encoder = Encoder(layers, d_model, heads, d_ff, dropout, pre_norm=True, activation=activation, rng=rng,
+                               layer_norm_eps=layer_norm_eps)
         self.head = Linear(d_model, classes, rng=rng)
 
     def forward(self, images):

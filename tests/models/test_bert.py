@@ -1,5 +1,6 @@
 """BERT: the 15% / 80-10-10 masking recipe, and a loss over the masked positions only."""
 import numpy as np
+import pytest
 
 import attngraph as ag
 from attngraph import models
@@ -51,3 +52,16 @@ def test_a_batch_without_masked_tokens_gives_zero_loss_and_gradients_not_nan(rng
     value, *grads = graph.compile()(tokens=tokens, targets=targets)
     assert value == 0
     assert all(np.array_equal(g, np.zeros_like(g)) for g in grads)
+
+
+def test_segment_embeddings_add_each_positions_segment_and_default_to_segment_0(rng):
+    bert = models.BERT(VOCAB, d_model=16, heads=2, layers=1, d_ff=32, max_length=16, dropout=0.0, segments=2)
+    tokens, segments = rng.integers(FIRST, VOCAB, (2, 5)), np.zeros((2, 5), np.int64)
+    logits = ag.trace(bert, tokens=tokens, segment_ids=segments).compile()
+    unsegmented = ag.trace(bert, tokens=tokens).compile()(tokens=tokens)
+    np.testing.assert_allclose(logits(tokens=tokens, segment_ids=segments), unsegmented, rtol=1e-6, atol=1e-6)
+    segments[0, 2] = 1
+    assert not np.allclose(logits(tokens=tokens, segment_ids=segments)[0], unsegmented[0])
+    np.testing.assert_allclose(logits(tokens=tokens, segment_ids=segments)[1], unsegmented[1], rtol=1e-6, atol=1e-6)
+    with pytest.raises(ag.BindingError, match="build it with segments > 0"):
+        ag.trace(models.get("bert", tiny=True, vocab=VOCAB), tokens=tokens, segment_ids=segments)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import attngraph as ag
-from attngraph.models.blocks import DecoderLayer, EncoderLayer
+from attngraph.models.blocks import DecoderLayer, EncoderLayer, gelu_exact
 from tests.nn.reference import layer_norm, linear, multi_head_attention
 
 D, HEADS, FF = 4, 2, 6
@@ -53,3 +53,16 @@ def test_decoder_layer_matches_its_residual_formula(pre_norm, rng):
                  layer.cross_attn_norm)
     np.testing.assert_allclose(got, sublayer(layer, h, lambda h: ffn(layer, h), layer.ffn_norm), rtol=1e-4, atol=1e-5)
 
+
+
+@pytest.mark.parametrize("model", [lambda **kw: ag.models.GPT(12, **kw), lambda **kw: ag.models.BERT(12, **kw),
+                                   lambda **kw: ag.models.ViT(**kw)], ids=["gpt", "bert", "vit"])
+def test_the_gelu_variant_and_layer_norm_eps_reach_every_layer(model):
+    built = model(d_model=8, heads=2, layers=2, d_ff=16, dropout=0.0, gelu="none", layer_norm_eps=1e-12)
+    assert {m.eps for _, m in built.named_modules() if isinstance(m, ag.nn.LayerNorm)} == {1e-12}
+    assert {m.fn for _, m in built.named_modules() if isinstance(m, ag.nn.Activation)} == {gelu_exact}
+    assert {m.fn for _, m in model().named_modules() if isinstance(m, ag.nn.Activation)} == {ag.gelu}
+    with pytest.raises(ValueError, match="gelu must be one of 'tanh', 'none', got 'erf'"):
+        model(gelu="erf")
+    with pytest.raises(ValueError, match="layer_norm_eps must be a finite number > 0, got 0"):
+        model(layer_norm_eps=0)
