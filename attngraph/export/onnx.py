@@ -224,6 +224,12 @@ def _simple(op_type: str) -> Callable:
     return lambda b, node, *xs, **attrs: b.op(op_type, *xs, **attrs)
 
 
+def _arithmetic(op_type: str, logical: str) -> Callable:
+    """``op_type``, or ``logical`` on booleans: NumPy's sum, product, maximum and minimum of booleans are or and
+    and, and ONNX's arithmetic takes no booleans."""
+    return lambda b, node, x, y: b.op(logical if node.dtype == np.bool_ else op_type, x, y)
+
+
 def _matmul(b, node, x, y, transpose_a=False, transpose_b=False):
     a, c = node.inputs
     return b.op("MatMul", b.transposed(x, len(a.shape)) if transpose_a else x,
@@ -320,13 +326,16 @@ def _relative_distance(b, node, q, k, max_distance):
 
 CONVERTERS: dict[str, Callable] = {
     **{op: _simple(op_type) for op, op_type in [
-        ("add", "Add"), ("sub", "Sub"), ("mul", "Mul"), ("div", "Div"), ("pow", "Pow"), ("maximum", "Max"),
-        ("minimum", "Min"), ("neg", "Neg"), ("exp", "Exp"), ("log", "Log"), ("sqrt", "Sqrt"), ("tanh", "Tanh"),
+        ("sub", "Sub"), ("div", "Div"), ("pow", "Pow"), ("neg", "Neg"), ("exp", "Exp"), ("log", "Log"), ("sqrt", "Sqrt"), ("tanh", "Tanh"),
         ("sigmoid", "Sigmoid"), ("relu", "Relu"), ("erf", "Erf"), ("where", "Where"), ("equal", "Equal"),
         ("less", "Less"), ("less_equal", "LessOrEqual"), ("greater", "Greater"),
         ("greater_equal", "GreaterOrEqual"), ("logical_and", "And"), ("logical_or", "Or"),
         ("logical_not", "Not"), ("stop_gradient", "Identity"), ("gather", "Gather"), ("concat", "Concat"),
         ("transpose", "Transpose")]},
+    "add": _arithmetic("Add", "Or"),
+    "mul": _arithmetic("Mul", "And"),
+    "maximum": _arithmetic("Max", "Or"),
+    "minimum": _arithmetic("Min", "And"),
     "not_equal": lambda b, node, x, y: b.op("Not", b.op("Equal", x, y)),
     "astype": lambda b, node, x, dtype: b.cast(x, dtype),
     "dropout": lambda b, node, x, seed, p, key: b.op("Identity", x),

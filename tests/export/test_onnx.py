@@ -123,6 +123,14 @@ def test_elementwise_ops_and_the_compilers_fused_kernels(optimized, matches):
     matches(graph, *[dict(x=normal(b, 3), y=normal(3)) for b in (2, 4)])
 
 
+def test_arithmetic_on_booleans_is_logic_as_in_numpy(run_onnx):
+    graph = ag.trace(lambda a, b: (a + b, a * b, ag.maximum(a, b), ag.minimum(a, b)),
+                     a=ag.Input((4,), bool), b=ag.Input((4,), bool))
+    a, b = np.array([False, False, True, True]), np.array([False, True, False, True])
+    for got, want in zip(run_onnx(graph, dict(a=a, b=b)), [a + b, a * b, np.maximum(a, b), np.minimum(a, b)]):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_embeddings_positions_concat_reshape_and_broadcast(matches):
     """Sizes of reshapes, broadcasts and ranges are read from the inputs' shapes when the model runs."""
     def f(tokens, table, x):
