@@ -88,11 +88,11 @@ def _view(args) -> int:
     from .render.graph import RenderError
     from .render.html import check_path, to_html
     out = Path(args.out or f"{args.model.rpartition(':')[2]}.html")
+    _check_writable(args, "--out", out, "model.html")
     try:
         check_path(out)
     except RenderError as e:
         args.parser.error(f"--out {out}: {e}")
-    _check_writable(args, "--out", out, "model.html")
     graph, model = _checked_graph(args)
     inputs = None
     if model is not None:

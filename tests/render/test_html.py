@@ -171,6 +171,8 @@ def test_the_view_command_writes_the_page(capsys, tmp_path):
     assert [a["scope"] for a in data["attention"]] == ["transformer.layers.0.self_attn"]
     assert main(["view", "gpt", "--out", str(tmp_path / "gpt.svg")]) == 2
     assert ".html" in capsys.readouterr().err and not (tmp_path / "gpt.svg").exists()
+    assert main(["view", "gpt", "--out", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
 
 
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium runs the page (apt-get install chromium)")
