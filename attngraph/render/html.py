@@ -159,7 +159,7 @@ def _attention(graph: Graph, inputs: dict, vocabulary: dict[int, str]) -> list[d
 
 def _tokens(array: np.ndarray, vocabulary: dict[int, str]) -> list[str]:
     """The tokens of an integer input (last axis, first row) by name, or none for any other input."""
-    if array.dtype.kind not in "iu" or not array.size:
+    if array.dtype.kind not in "iu" or not array.ndim or not array.size:
         return []
     return [vocabulary.get(t, str(t)) for t in array.reshape(-1, array.shape[-1])[0].tolist()]
 
