@@ -99,7 +99,23 @@ def test_sharded_checkpoints_and_old_layer_norm_names_load_the_same_weights(tran
     np.testing.assert_array_equal(hf.load(tmp_path / "whole").embed_norm.weight.data, whole["embed_norm.weight"])
 
 
-def test_a_checkpoint_without_the_head_or_with_extra_weights_is_refused(transformers, tmp_path):
+def test_gpt2_checkpoints_without_the_lm_head_prefix_with_mask_buffers_or_in_float16_load(transformers, tmp_path):
+    """The layout of the original GPT-2 checkpoints: GPT2Model's names, the causal masks saved as buffers."""
+    config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=32, vocab_size=50, n_positions=16)
+    saved(transformers.GPT2LMHeadModel(config), tmp_path)
+    expected = hf.load(tmp_path).state_dict()
+    tensors = safetensors_numpy.load_file(tmp_path / "model.safetensors")
+    mask = np.tril(np.ones((1, 1, 16, 16), np.float32))
+    safetensors_numpy.save_file({name.removeprefix("transformer."): value.astype(np.float16)
+                                 for name, value in tensors.items()} | {"h.0.attn.bias": mask,
+                                                                        "h.0.attn.masked_bias": np.float32(-1e4)[None]},
+                                tmp_path / "model.safetensors")
+    for name, value in hf.load(tmp_path).state_dict().items():
+        assert value.dtype == np.float32
+        np.testing.assert_array_equal(value, expected[name].astype(np.float16).astype(np.float32))
+
+
+def test_a_checkpoint_without_the_head_with_extra_weights_or_in_bfloat16_is_refused(transformers, tmp_path):
     config = transformers.BertConfig(num_hidden_layers=1, num_attention_heads=2, hidden_size=32, intermediate_size=64,
                                      vocab_size=50, max_position_embeddings=16)
     saved(transformers.BertModel(config), tmp_path)
@@ -110,6 +126,12 @@ def test_a_checkpoint_without_the_head_or_with_extra_weights_is_refused(transfor
     safetensors_numpy.save_file(tensors | {"bert.encoder.layer.1.output.dense.bias": np.zeros(32, np.float32)},
                                 tmp_path / "model.safetensors")
     with pytest.raises(CheckpointError, match="holds encoder.layer.1.output.dense.bias, which"):
+        hf.load(tmp_path)
+    import torch
+    from safetensors.torch import save_file
+    save_file({"bert.embeddings.word_embeddings.weight": torch.zeros(50, 32, dtype=torch.bfloat16)},
+              tmp_path / "model.safetensors")
+    with pytest.raises(CheckpointError, match="cannot read .* with NumPy .*: save the model in float32"):
         hf.load(tmp_path)
 
 
