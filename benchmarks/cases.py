@@ -15,6 +15,8 @@ from typing import Callable
 import numpy as np
 
 import attngraph as ag
+from attngraph.core.executor import Executable
+from attngraph.core.passes import optimize
 from attngraph.inspect.flops import total_flops
 from attngraph.models import tasks
 from attngraph.models.gpt import GPT
@@ -106,15 +108,21 @@ def training_step(name: str, config: dict, loss: Callable, batch: dict[str, np.n
     return record
 
 
-def gpt(width: int, heads: int, layers: int, length: int, batch: int, rounds: int, name: str) -> dict:
-    """A training step of GPT (vocabulary 65, d_ff = 4·width, no dropout) on the next-token cross-entropy."""
+def gpt_task(width: int, heads: int, layers: int, length: int, batch: int) -> tuple:
+    """GPT (vocabulary 65, d_ff = 4·width, no dropout) on the next-token cross-entropy: (config, loss, batch,
+    the arguments of the references' GPT)."""
     vocab, rng = 65, np.random.default_rng(0)
     tokens, targets = (rng.integers(0, vocab, (batch, length)) for _ in range(2))
     model = GPT(vocab, width, heads, layers, 4 * width, length, dropout=0.0, rng=rng)
-    shape = (vocab, width, heads, layers, tokens, targets)
-    return training_step(name, dict(vocab=vocab, width=width, heads=heads, layers=layers, T=length, batch=batch),
-                         lambda tokens, targets: ag.cross_entropy(model(tokens), targets),
-                         dict(tokens=tokens, targets=targets),
+    return (dict(vocab=vocab, width=width, heads=heads, layers=layers, T=length, batch=batch),
+            lambda tokens, targets: ag.cross_entropy(model(tokens), targets), dict(tokens=tokens, targets=targets),
+            (vocab, width, heads, layers, tokens, targets))
+
+
+def gpt(width: int, heads: int, layers: int, length: int, batch: int, rounds: int, name: str) -> dict:
+    """A training step of ``gpt_task``."""
+    config, loss, arrays, shape = gpt_task(width, heads, layers, length, batch)
+    return training_step(name, config, loss, arrays,
                          {"torch": tr and tr.gpt_step(*shape),
                           "torch.compile": tr and tr.gpt_step(*shape, compiled=True),
                           "jax": jr and jr.gpt_step(*shape)}, rounds)
@@ -158,28 +166,67 @@ def model_step(name: str, model, sizes: dict, loss: Callable, batch: dict[str, n
                          rounds)
 
 
-@case
-def seq2seq_step(rounds: int) -> dict:
+def seq2seq_task() -> tuple:
     """BahdanauSeq2Seq (bidirectional GRU encoder, additive attention, GRU decoder, tanh readout) on sequence
     reversal: sources of 1-12 tokens padded to 12 (masked), targets of 13, teacher forcing, cross-entropy over
-    the non-PAD targets."""
+    the non-PAD targets: (model, sizes, loss, batch)."""
     rng = np.random.default_rng(0)
     sizes = dict(vocab=32, embed_dim=32, hidden=64)
     model = BahdanauSeq2Seq(sizes["vocab"], sizes["vocab"], sizes["embed_dim"], sizes["hidden"], rng=rng)
-    return model_step("seq2seq_step", model, sizes, partial(tasks.reversal_loss, model),
-                      tasks.reversal(rng, 64, 12, sizes["vocab"]), "seq2seq", rounds)
+    return model, sizes, partial(tasks.reversal_loss, model), tasks.reversal(rng, 64, 12, sizes["vocab"])
 
 
-@case
-def han_step(rounds: int) -> dict:
+def han_task() -> tuple:
     """HAN (word and sentence bidirectional GRUs, attention pooling at both levels) classifying documents of
-    1-6 sentences of 1-10 words padded to 6 × 10, both levels masked; cross-entropy over 2 classes."""
+    1-6 sentences of 1-10 words padded to 6 × 10, both levels masked; cross-entropy over 2 classes:
+    (model, sizes, loss, batch)."""
     rng = np.random.default_rng(0)
     sizes = dict(vocab=64, embed_dim=32, word_hidden=64, sentence_hidden=64, attention_dim=64, classes=2)
     model = HAN(**sizes, rng=rng)
     documents, labels = tasks.keyword_documents(rng, 32, 6, 10, sizes["vocab"])
-    return model_step("han_step", model, sizes, lambda documents, labels: ag.cross_entropy(model(documents), labels),
-                      dict(documents=documents, labels=labels), "han", rounds)
+    return (model, sizes, lambda documents, labels: ag.cross_entropy(model(documents), labels),
+            dict(documents=documents, labels=labels))
+
+
+@case
+def seq2seq_step(rounds: int) -> dict:
+    """A training step of ``seq2seq_task``."""
+    return model_step("seq2seq_step", *seq2seq_task(), "seq2seq", rounds)
+
+
+@case
+def han_step(rounds: int) -> dict:
+    """A training step of ``han_task``."""
+    return model_step("han_step", *han_task(), "han", rounds)
+
+
+def fusion_case(name: str, config: dict, loss: Callable, batch: dict[str, np.ndarray], rounds: int) -> dict:
+    """The elementwise fusion pass's gain: the loss and its gradients compiled with it and without it
+    (``optimize(graph, fuse=False)``), alternating; exactly the same results."""
+    graph = ag.trace(loss, **batch)
+    gradient = graph.grad(wrt=[n for n in graph.parameters.values() if not n.stop_gradient])
+    fused, unfused = (Executable(optimize(gradient, fuse=fuse)) for fuse in (True, False))
+    calls = {"fused": len(fused._steps), "unfused": len(unfused._steps)}
+    return versus(name, {**config, "kernel calls": calls}, lambda: fused(**batch),
+                  {"unfused": lambda: unfused(**batch)}, rounds, *ratio_at_most("unfused", 1.0))
+
+
+@case
+def fusion_gpt(rounds: int) -> dict:
+    config, loss, batch, _ = gpt_task(128, 4, 2, 64, 32)
+    return fusion_case("fusion_gpt", config, loss, batch, rounds)
+
+
+@case
+def fusion_seq2seq(rounds: int) -> dict:
+    _, sizes, loss, batch = seq2seq_task()
+    return fusion_case("fusion_seq2seq", sizes, loss, batch, rounds)
+
+
+@case
+def fusion_han(rounds: int) -> dict:
+    _, sizes, loss, batch = han_task()
+    return fusion_case("fusion_han", sizes, loss, batch, rounds)
 
 
 def attention_case(name: str, batch: int, heads: int, length: int, dim: int, rounds: int, target) -> dict:

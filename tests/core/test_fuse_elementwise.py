@@ -87,6 +87,14 @@ def test_integer_arithmetic_wraps_in_its_dtype_and_predicates_stay_boolean():
     assert scaled.dtype == np.float32 and scaled.tolist() == [2.0 ** 29, 14.0, -15.0]
 
 
+def test_large_outputs_run_on_numba_s_threads(rng):
+    """From PARALLEL_MIN_SIZE elements the parallel twin runs: broadcast, scalar and viewed inputs too."""
+    x, bias = rng.standard_normal((2, 256, 128)).astype(np.float32), rng.standard_normal(64).astype(np.float32)
+    graph = ag.trace(lambda x, bias: ag.tanh(x[..., :64] * 0.5 + bias) - x[..., 64:], x=x, bias=bias)
+    assert passes.optimize(graph).outputs[0].inputs[0].op == "fused"
+    assert_fusion_changes_nothing(graph, x=x, bias=bias)
+
+
 def test_a_value_read_outside_its_chain_is_computed_once():
     def f(x):
         e = ag.exp(x * 2.0)

@@ -5,13 +5,16 @@
   f(broadcast_to(x), y)          →  f(x, y)   for an elementwise f whose result keeps its shape
   x · 1, 1 · x, x / 1, x + 0, 0 + x, x − 0  →  x   (a constant 1 or 0 of any shape that x's covers)
   Σᵢ scatter_slice(gᵢ, x[..., aᵢ:bᵢ])  →  concat(g₁, g₂, ...)   when the slices tile their axis
+  Σₜ scatter_slice(gₜ, x[:, t])          →  concat(g₀[:, None], g₁[:, None], ...)   (every t, any order)
+  x[:, 0], scatter_slice(g, x[:, 0])     →  reshape   when the index takes all of x (an axis of size 1)
 
 Autodiff makes all of these: the gradient of ``x @ kᵀ`` with respect to k transposes the transposed k
 back; split and merged attention heads transpose twice in a row; the gradient of a sum is its output
 gradient broadcast to the input's shape, which a loss Σ f(x) ∘ g then multiplies by g — a full-size copy
 of the constant 1 and a multiplication by it (6.6 of 20 ms in the layernorm benchmark's step); the gradient
 of a ``split`` (a GRU's three gates, an LSTM's four) is one zero-filled array per part, each written into
-and added to the others, where one concatenation of the parts' gradients does. Each transpose or broadcast
+and added to the others, where one concatenation of the parts' gradients does; so is that of a recurrent
+layer's time steps ``x[:, t]``, T arrays of x's full size each. Each transpose or broadcast
 is a copy; a reshape is free but still a step of the schedule.
 """
 from functools import reduce
@@ -41,10 +44,16 @@ def simplify(graph: Graph) -> Graph:
             if x.op == "reshape":
                 x = x.inputs[0]
             return x if x.shape == node.shape else copy(node, (x,))
+        if node.op in ("getitem", "scatter_slice") and _whole(node.attrs["index"], inputs[0].shape if
+                                                               node.op == "getitem" else node.shape):
+            return copy(node, inputs, op="reshape", attrs={"shape": node.shape})
         if node.op == "add":
             parts = _tiling(node, inputs)
             if parts is not None:
                 axis, grads = parts
+                grads = [g if len(g.shape) == len(node.shape) else
+                         copy(node, (g,), op="reshape", attrs={"shape": shape}, shape=shape)
+                         for g in grads for shape in [g.shape[:axis] + (1,) + g.shape[axis:]]]
                 return copy(node, grads, op="concat", attrs={"axis": axis})
         if node.op in BROADCASTING:
             inputs = _unbroadcast(node, inputs)
@@ -57,6 +66,23 @@ def simplify(graph: Graph) -> Graph:
         return copy(node, inputs)
 
     return rewrite(graph, visit)
+
+
+def _whole(index: tuple, shape: tuple) -> bool:
+    """Whether ``x[index]``, x of ``shape``, holds every element of x: full slices, ints on axes of size 1 and
+    new axes (None) only, so that it is x reshaped."""
+    axes = iter(shape)
+    for item in index:
+        if item is None:
+            continue
+        dim = next(axes)
+        if isinstance(item, slice):
+            if item not in (slice(None), slice(None, None, 1)) and (
+                    isinstance(dim, str) or item.indices(dim) != (0, dim, 1)):
+                return False
+        elif dim != 1:
+            return False
+    return True
 
 
 def _tiling(node, inputs: tuple) -> tuple[int, tuple] | None:
@@ -82,17 +108,18 @@ def _added_slices(add, terms) -> list | None:
 
 
 def _slices(node) -> list | None:
-    """[(axis, start, stop, g)] of the scatter_slices ``node`` adds up, each of a slice along one axis, or None."""
+    """[(axis, start, stop, g)] of the scatter_slices ``node`` adds up, each of a slice along one axis (or of one
+    index along it: g lacks the axis), or None."""
     if node.op == "add":
         return _added_slices(node, node.inputs)
     if node.op != "scatter_slice":
         return None
     index = node.attrs["index"]
     cut = [i for i, item in enumerate(index) if item != slice(None)]
-    if len(cut) != 1 or not isinstance(index[cut[0]], slice) or index[cut[0]].step not in (None, 1):
+    if len(cut) != 1 or None in index or (isinstance(index[cut[0]], slice) and index[cut[0]].step not in (None, 1)):
         return None
-    axis = cut[0]
-    start, stop, _ = index[axis].indices(node.shape[axis])
+    axis, item = cut[0], index[cut[0]]
+    start, stop, _ = item.indices(node.shape[axis]) if isinstance(item, slice) else (item, item + 1, 1)
     return [(axis, start, stop, node.inputs[0])]
 
 
