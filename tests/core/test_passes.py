@@ -90,6 +90,21 @@ def test_the_gradient_of_a_split_used_whole_is_one_concatenation(rng):
     same_results(graph, optimized, x=x, h=h)
 
 
+def test_the_gradient_of_every_time_step_is_one_concatenation_and_whole_slices_are_reshapes(rng):
+    """Σₜ scatter_slice(gₜ, x[:, t]) over every t (a recurrent layer's steps, in any order) is a concatenation
+    of the gₜ given their axis back; x[:, 0] of an axis of size 1, and its gradient, are reshapes."""
+    x, w = rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 1, 3))
+
+    def f(x, w):
+        steps = [ag.tanh(x[:, t] * w[:, 0]) for t in (2, 0, 3, 1)]
+        return ag.sum(steps[0] * steps[1] + steps[2] - steps[3])
+    graph = ag.trace(f, x=x, w=w).grad(["x", "w"])
+    optimized = passes.dce(passes.simplify(graph))
+    assert ops(graph)["scatter_slice"] == 8 and "scatter_slice" not in ops(optimized)
+    assert ops(optimized)["concat"] == 1 and ops(optimized)["getitem"] == 4
+    same_results(graph, optimized, x=x, w=w)
+
+
 def test_the_gradient_of_a_split_used_in_part_keeps_its_scatters():
     graph = ag.trace(lambda x: ag.sum(ag.split(x, 2, axis=0)[0] * 2.0 + ag.split(x, 2, axis=0)[2]),
                      x=ag.Input((6, 2), "float64")).grad(["x"])
