@@ -12,6 +12,8 @@ Options, shared by all three entry points:
   ``picture``;
 - ``gradients={name: array}``: gradient norms ‖∇‖ shown on the parameters (``grad:`` prefixes allowed, so
   a training step's outputs can be passed as they are);
+- ``direction="down" | "right"``: the data flows top to bottom (default) or left to right, which suits a deep
+  model on a wide screen; ``dpi``: the resolution of a .png (graphviz's default is 96);
 - any other keyword binds a symbolic dimension (``T=128``) for FLOPs and edge widths; unbound ones are 1.
 
 A fused node (the compiler's, in a graph from ``core.passes.optimize``) shows its ops as one formula of its
@@ -46,6 +48,7 @@ FORMATS = ("svg", "png", "pdf", "dot")
 INSTALL_DOT = ("graphviz's 'dot' program is needed to lay out {what}. Install it with: apt-get install graphviz "
                "(Debian/Ubuntu), brew install graphviz (macOS), conda install -c conda-forge graphviz, or "
                "choco install graphviz (Windows).")
+DIRECTIONS = {"down": "TB", "right": "LR"}      # where the data flows: graphviz's rankdir
 FORMULA_LIMIT = 60      # characters of a fused node's formula in its box (the tooltip lists every op)
 DTYPES = {"float32": "f32", "float64": "f64", "float16": "f16", "int64": "i64", "int32": "i32", "bool": "bool"}
 
@@ -92,13 +95,19 @@ def _layout(source: str, fmt: str, what: str) -> bytes:
 
 
 def to_dot(graph: Graph, view: str = "forward", depth: int | None = None, roll: bool | None = None, budget: int = BUDGET,
-           parameter_nodes: bool = False, gradients: dict | None = None, **sizes) -> graphviz.Digraph:
+           parameter_nodes: bool = False, gradients: dict | None = None, direction: str = "down",
+           dpi: int | None = None, **sizes) -> graphviz.Digraph:
     """The DOT description of ``graph`` (see the module's docstring for the options)."""
+    if direction not in DIRECTIONS:
+        raise RenderError(f"direction must be one of {', '.join(map(repr, DIRECTIONS))}, got {direction!r}")
+    if dpi is not None and (isinstance(dpi, bool) or not isinstance(dpi, int) or not 1 <= dpi <= 2400):
+        raise RenderError(f"dpi must be an int from 1 to 2400, got {dpi!r}")
     pic = picture(graph, view, depth, roll, budget, parameter_nodes)
     bindings = binding(graph, **sizes)
     norms = {name.removeprefix("grad:"): float(np.linalg.norm(g)) for name, g in (gradients or {}).items()}
     draw = _Drawing(pic, list(graph.parameters.values()), bindings, norms)
-    dot = graphviz.Digraph("attngraph", graph_attr=dict(style.GRAPH, label=_footer(graph, view, bindings, pic)),
+    layout = {"rankdir": DIRECTIONS[direction], **({"dpi": str(dpi)} if dpi else {})}
+    dot = graphviz.Digraph("attngraph", graph_attr=dict(style.GRAPH, label=_footer(graph, view, bindings, pic), **layout),
                            node_attr=style.NODE, edge_attr=style.EDGE)
     draw.cluster(dot, ())
     for e in pic.edges:

@@ -192,6 +192,21 @@ def test_formats_and_bad_options(graph, tmp_path):
         to_dot(graph, Q=3)
 
 
+def test_left_to_right_layout_and_png_resolution(graph, tmp_path):
+    """A deep model drawn left to right is wider than tall; dpi scales a .png."""
+    def size(svg):
+        root = parse(svg)
+        return float(root.get("width").removesuffix("pt")), float(root.get("height").removesuffix("pt"))
+    (down_w, down_h), (right_w, right_h) = (size(to_svg(graph, depth=2, direction=d)) for d in ("down", "right"))
+    assert down_h > down_w and right_w > right_h
+    widths = [int.from_bytes(render_graph(graph, tmp_path / f"g{dpi}.png", depth=1, dpi=dpi).read_bytes()[16:20], "big")
+              for dpi in (48, 96)]
+    assert abs(widths[1] / widths[0] - 2) < 0.05
+    for bad in ({"direction": "up"}, {"dpi": 0}, {"dpi": 72.5}):
+        with pytest.raises(RenderError, match=next(iter(bad))):
+            to_dot(graph, **bad)
+
+
 def test_notebooks_show_the_svg(graph):
     assert graph._repr_svg_().lstrip().startswith("<?xml")
 
