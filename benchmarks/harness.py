@@ -9,8 +9,8 @@ other processes, which drifts over seconds, hits both sides of a round alike.
 Peak memory is the resident set's high-water mark during one call above the resident set before it
 (Linux: ``/proc/self/status``, the mark reset through ``/proc/self/clear_refs``). For that one call glibc's
 malloc maps every block of 128 KiB or more on its own, and first returns the free memory it holds, so
-that the arrays the call allocates show in the resident set; then blocks up to 32 MiB come from the heap
-again, where freed arrays are reused without faulting their pages in again at every call.
+that the arrays the call allocates show in the resident set; then the allocator is set back as attngraph sets
+it (ops/cpu/memory.py), where freed arrays are reused without faulting their pages in again at every call.
 """
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
+
+from ops.cpu.memory import reuse_freed_memory
 
 _M_MMAP_THRESHOLD = -3      # glibc's mallopt parameter
 MiB = 2 ** 20
@@ -41,7 +43,8 @@ def _every_block_mapped():
     try:
         yield
     finally:
-        libc.mallopt(_M_MMAP_THRESHOLD, 32 * MiB)
+        if not reuse_freed_memory():            # attngraph's setting back, or else glibc's largest dynamic one
+            libc.mallopt(_M_MMAP_THRESHOLD, 32 * MiB)
 
 
 def _status(key: str) -> int | None:

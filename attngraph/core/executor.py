@@ -11,7 +11,8 @@ backward pass: each layer's weight gradients are computed as soon as the backwar
 and the activations and output gradients they read die there rather than at the end. On the
 benchmarks' large GPT step (width 256, 4 layers, T 128, batch 16) the peak went from 176 to 150 MiB and the
 step from 295 to 275 ms (median of 20, alternating), its products reading inputs still in cache. Dead
-buffers go back to the allocator, which hands their memory to the next allocation. Two other plans were
+buffers go back to the allocator, which hands their memory to the next allocation (glibc's malloc is set to
+keep it rather than return it to the system: ops/cpu/memory.py). Two other plans were
 measured and dropped: a pool handing dead buffers to later kernels' ``out=`` (10% slower, peak +21 MiB:
 buffers waiting in the pool are memory the allocating kernels cannot have), and elementwise results written
 over a dying input (Numba's ufunc loops lose their vectorization when an operand aliases the output: a
