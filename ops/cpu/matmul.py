@@ -8,6 +8,16 @@ folds into its rows: one large BLAS call. Otherwise the products op(a[ia[i]]) @ 
 flattened batch go into out[i]; the index arrays implement broadcasting without copying a or b. np.dot always writes into `out`: returning np.dot's result into
 out[i] compiles 10x slower.
 
+Two BLAS libraries: NumPy's OpenBLAS (``np.matmul`` from Python) and SciPy's (``np.dot`` inside numba). A 2-D
+product of up to 2**24 multiply-adds goes to NumPy's, which runs them 1.3-1.6x faster (64x160 @ 160x192: 56 µs
+against 81; 512x128 @ 128x512: 0.63 ms against 0.88; quiet machine, best of 7). Larger ones go to SciPy's,
+whose worker threads sleep as soon as a product ends (OPENBLAS_THREAD_TIMEOUT, set by ops/cpu/threads.py before
+SciPy's OpenBLAS loads; NumPy's is loaded before attngraph can set it, so its threads spin after each product and
+hold the cores that the next kernel's threads need). Measured on whole training steps, alternating: up to 2**24
+to NumPy made the benchmarks' small GPT step 0.70x as long, seq2seq 0.80x, HAN 0.95x and the T=1024 GPT step
+1.02x; every product to NumPy made the T=1024 step 1.24x as long, and up to 2**25 (the small GPT's attention
+projections) the small GPT step 1.18x.
+
 Threads: OpenBLAS (SciPy's, which numba calls) runs a product of M*K*N <= 2**18 on one thread and
 larger ones on all cores; called from numba's threads it oversubscribes them (64x(128x64 @ 64x128):
 9.5 ms against 1.5 ms serially). So numba's threads take the batch only for small products
@@ -22,6 +32,7 @@ from ops.cpu.layout import readonly
 from ops.cpu.threads import parallel_kernel
 
 _BLAS_SERIAL_MAX = 2 ** 18     # OpenBLAS's threshold (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD)
+_NUMPY_MAX = 2 ** 24           # multiply-adds of the largest 2-D product left to NumPy's BLAS (see above)
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False):
@@ -31,7 +42,9 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
     n = b.shape[-2] if transpose_b else b.shape[-1]
     if b.ndim == 2 and (a.ndim == 2 or not transpose_a):
         a2 = a.T if transpose_a else a.reshape(math.prod(a.shape[:-1]), k)
-        return _matmul_2d(a2, b.T if transpose_b else b).reshape(*a.shape[:-2], m, n)
+        b2 = b.T if transpose_b else b
+        product = np.matmul if a2.shape[0] * k * n <= _NUMPY_MAX else _matmul_2d
+        return product(a2, b2).reshape(*a.shape[:-2], m, n)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     out = _matmul_batched(a.reshape((math.prod(a.shape[:-2]),) + a.shape[-2:]),
                           b.reshape((math.prod(b.shape[:-2]),) + b.shape[-2:]),
