@@ -4,6 +4,8 @@
     graph = ag.trace(model, x=ag.Input(("B", "T", 64)))
     y = graph.compile("cpu")(x=...)
 """
+import ops  # noqa: F401  (first: it sets the BLAS threads' environment before NumPy loads its OpenBLAS)
+
 from . import attention, nn
 from .core import (Executable, Graph, Input, Node, Parameter, Tensor, debug, grad, gradients, no_grad, trace,
                    value_and_grad)

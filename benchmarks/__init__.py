@@ -12,12 +12,8 @@ cross_entropy (4096 × 1024, forward and backward), matmul (1024³ float32) and 
 training step with a cold and a warm numba cache). How they are timed: ``harness.py``. Figures move with
 the load from other processes, which each record reports (``load``: the load average before and after).
 """
-import os
-
 # Every thread pool in the process lets idle threads sleep: the sides alternate, and threads one side leaves
-# spinning would take the cores the other is timed on. attngraph sets both for its own runtimes
-# (ops/cpu/threads.py); PyTorch's OpenMP and NumPy's OpenBLAS must see them before they are loaded. (With
-# NumPy's OpenBLAS spinning for 0.1 s after each of its products, attngraph's 1024³ product measured 16.1 ms
-# against NumPy's 7.5.)
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+# spinning would take the cores the other is timed on. Importing ops sets the variables (ops/__init__.py); PyTorch's
+# OpenMP and NumPy's OpenBLAS must see them before they are loaded, hence first. (With NumPy's OpenBLAS spinning
+# for 0.1 s after each of its products, attngraph's 1024³ product measured 16.1 ms against NumPy's 7.5.)
+import ops  # noqa: F401

@@ -8,21 +8,24 @@ folds into its rows: one large BLAS call. Otherwise the products op(a[ia[i]]) @ 
 flattened batch go into out[i]; the index arrays implement broadcasting without copying a or b. np.dot always writes into `out`: returning np.dot's result into
 out[i] compiles 10x slower.
 
-Two BLAS libraries: NumPy's OpenBLAS (``np.matmul`` from Python) and SciPy's (``np.dot`` inside numba). A 2-D
-product of up to 2**24 multiply-adds goes to NumPy's, which runs them 1.3-1.6x faster (64x160 @ 160x192: 56 µs
-against 81; 512x128 @ 128x512: 0.63 ms against 0.88; quiet machine, best of 7). Larger ones go to SciPy's,
-whose worker threads sleep as soon as a product ends (OPENBLAS_THREAD_TIMEOUT, set by ops/cpu/threads.py before
-SciPy's OpenBLAS loads; NumPy's is loaded before attngraph can set it, so its threads spin after each product and
-hold the cores that the next kernel's threads need). Measured on whole training steps, alternating: up to 2**24
-to NumPy made the benchmarks' small GPT step 0.70x as long, seq2seq 0.80x, HAN 0.95x and the T=1024 GPT step
-1.02x; every product to NumPy made the T=1024 step 1.24x as long, and up to 2**25 (the small GPT's attention
-projections) the small GPT step 1.18x.
+Two BLAS libraries: NumPy's OpenBLAS (``np.matmul`` from Python) and SciPy's (``np.dot`` inside numba). NumPy's
+runs 2-D products 1.0-1.6x faster (64x160 @ 160x192: 56 µs against 81; 512x128 @ 128x512: 0.63 ms against 0.88;
+(4096x512)ᵀ @ 4096x128: 6.1 ms against 8.1; quiet machine, best of 7), so 2-D products go there. But its worker
+threads keep spinning after a product, holding the cores that the next kernel's threads need, unless
+OPENBLAS_THREAD_TIMEOUT was set when NumPy was imported: ``ops`` sets it, but most programs import NumPy first.
+``NUMPY_BLAS_SLEEPS`` says which (NumPy's OpenBLAS reports the value it read); when its threads spin, only
+products of up to 2**24 multiply-adds go to NumPy, the larger ones to SciPy's, whose threads sleep (it loads
+after ``ops``). Measured on whole training steps, in one process, alternating (ratios to all on SciPy's): with
+NumPy's threads spinning, up to 2**24 to NumPy made the benchmarks' small GPT step 0.70x as long, seq2seq 0.80x,
+HAN 0.95x, the T=1024 GPT step 1.02x, but every product to NumPy made the T=1024 step 1.24x; with them sleeping,
+every product to NumPy made the small GPT step 0.96x and the T=1024 step 0.93x.
 
 Threads: OpenBLAS (SciPy's, which numba calls) runs a product of M*K*N <= 2**18 on one thread and
 larger ones on all cores; called from numba's threads it oversubscribes them (64x(128x64 @ 64x128):
 9.5 ms against 1.5 ms serially). So numba's threads take the batch only for small products
 (32x(64x64 @ 64x64): 0.06 ms, NumPy 0.12 ms); larger ones run one after the other, each on BLAS's threads.
 """
+import ctypes
 import math
 
 import numpy as np
@@ -32,7 +35,29 @@ from ops.cpu.layout import readonly
 from ops.cpu.threads import parallel_kernel
 
 _BLAS_SERIAL_MAX = 2 ** 18     # OpenBLAS's threshold (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD)
-_NUMPY_MAX = 2 ** 24           # multiply-adds of the largest 2-D product left to NumPy's BLAS (see above)
+
+
+def _numpy_blas_sleeps() -> bool:
+    """Whether NumPy's OpenBLAS read an OPENBLAS_THREAD_TIMEOUT of at most 16 (2**16 cycles of spinning) when it
+    loaded: asked through its ``openblas_thread_timeout``, found among the process's libraries (Linux); False
+    where it cannot tell (another BLAS, another system)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "openblas" in line and "numpy" in line}
+    except OSError:
+        return False
+    for path in sorted(paths):
+        try:
+            timeout = ctypes.CDLL(path).openblas_thread_timeout
+        except (OSError, AttributeError):
+            continue
+        timeout.restype = ctypes.c_int
+        return 0 < timeout() <= 16
+    return False
+
+
+NUMPY_BLAS_SLEEPS = _numpy_blas_sleeps()
+_NUMPY_MAX = math.inf if NUMPY_BLAS_SLEEPS else 2 ** 24     # multiply-adds of the largest 2-D product for NumPy
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False):

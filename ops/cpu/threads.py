@@ -15,16 +15,17 @@ Larger kernels still meet the barriers, where GNU OpenMP's threads spin (300,000
 the hope that the others arrive soon: with another process on one of the two cores, the spinning thread
 holds the core that the late one needs. The benchmarks' GPT training step took 315-330 ms so, against
 60-70 ms with ``OMP_WAIT_POLICY=passive`` (threads sleep at once), measured back to back at a load of
-2.5-3. Importing this module sets that policy unless the environment already sets one; it must precede
-the first parallel kernel call, which starts Numba's OpenMP runtime.
+2.5-3. Importing ``ops`` sets that policy unless the environment already sets one (ops/__init__.py); it must
+precede the first parallel kernel call, which starts Numba's OpenMP runtime.
 
 OpenBLAS's own worker threads spin after each product for 2**28 cycles (~0.1 s) before they sleep, so in a
 training step, where products and numba's kernels alternate, they hold the cores that the next kernel's
 threads need: a (2048, 1024) GELU took 7.7 ms right after a product against 2.0 ms alone, the attention
 backward 7.1 ms against 5.4. With ``OPENBLAS_THREAD_TIMEOUT=4`` (2**4 cycles, OpenBLAS's minimum) they
 sleep at once: the benchmarks' large GPT step went from 308-412 ms to 283-391 ms, in three pairs of runs
-back to back, each pair faster with it. This module sets it too, unless set; OpenBLAS reads it when it is
-loaded, which for SciPy's OpenBLAS (the one numba's ``np.dot`` calls) is at the first compiled product.
+back to back, each pair faster with it. Importing ``ops`` sets it too, unless set; OpenBLAS reads it when it
+is loaded, which for SciPy's OpenBLAS (the one numba's ``np.dot`` calls) is at the first compiled product, and
+for NumPy's when NumPy is imported (before attngraph, in most programs: see ops/cpu/matmul.py).
 
 ``in_threads`` runs a ``nogil`` kernel over parts of a range on Python threads instead: for kernels whose
 loop body calls other compiled functions, which numba compiles once more for a prange body. The two
@@ -33,7 +34,6 @@ load 3-5).
 """
 import concurrent.futures
 import functools
-import os
 import types
 
 import numba
@@ -41,8 +41,6 @@ import numpy as np
 from numba import njit, prange
 
 PARALLEL_MIN_SIZE = 32_768
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 
 def parallel_kernel(fn=None, **options):
