@@ -68,8 +68,10 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
     if b.ndim == 2 and (a.ndim == 2 or not transpose_a):
         a2 = a.T if transpose_a else a.reshape(math.prod(a.shape[:-1]), k)
         b2 = b.T if transpose_b else b
-        product = np.matmul if a2.shape[0] * k * n <= _NUMPY_MAX else _matmul_2d
-        return product(a2, b2).reshape(*a.shape[:-2], m, n)
+        if a2.shape[0] * k * n > _NUMPY_MAX:
+            return _matmul_2d(a2, b2).reshape(*a.shape[:-2], m, n)
+        with np.errstate(invalid="ignore", over="ignore"):      # NaN and Inf propagate, as in every kernel
+            return np.matmul(a2, b2).reshape(*a.shape[:-2], m, n)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     out = _matmul_batched(a.reshape((math.prod(a.shape[:-2]),) + a.shape[-2:]),
                           b.reshape((math.prod(b.shape[:-2]),) + b.shape[-2:]),

@@ -131,8 +131,18 @@ def test_a_checkpoint_without_the_head_with_extra_weights_or_in_bfloat16_is_refu
     from safetensors.torch import save_file
     save_file({"bert.embeddings.word_embeddings.weight": torch.zeros(50, 32, dtype=torch.bfloat16)},
               tmp_path / "model.safetensors")
-    with pytest.raises(CheckpointError, match="cannot read .* with NumPy .*: save the model in float32"):
+    # NumPy reads bfloat16 once ml_dtypes (JAX's) is imported: the file is read then, and found incomplete
+    refusal = "lacks" if _numpy_knows("bfloat16") else "cannot read .* with NumPy .*: save the model in float32"
+    with pytest.raises(CheckpointError, match=refusal):
         hf.load(tmp_path)
+
+
+def _numpy_knows(dtype: str) -> bool:
+    try:
+        np.dtype(dtype)
+    except TypeError:
+        return False
+    return True
 
 
 def write_checkpoint(folder, config: dict, tensors: dict | None = None):
