@@ -9,13 +9,12 @@ import ops  # noqa: F401  (first: it sets the BLAS threads' environment before N
 from . import attention, nn
 from .core import (Executable, Graph, Input, Node, Parameter, Tensor, debug, grad, gradients, no_grad, trace,
                    value_and_grad)
-from .core.functional import (arange, astype, broadcast_to, concat, cross_entropy, dropout, embedding, equal, erf, exp,
-                              expand_dims, gelu, greater, greater_equal, layer_norm, less, less_equal, log,
-                              log_softmax, logical_and, logical_not, logical_or, matmul, max, maximum, mean,
-                              minimum, moveaxis, neg, not_equal, relative_distance, relu, reshape,
-                              scaled_dot_product_attention,
-                              sigmoid, softmax, split, sqrt, stop_gradient, sum, swapaxes, take, tanh, transpose,
-                              where, zeros_like)
+from .core.functional import (abs, arange, astype, broadcast_to, clip, concat, cos, cross_entropy, dropout, embedding,
+                              equal, erf, exp, expand_dims, gelu, greater, greater_equal, layer_norm, less, less_equal,
+                              log, log_softmax, logical_and, logical_not, logical_or, matmul, max, maximum, mean,
+                              minimum, moveaxis, neg, not_equal, relative_distance, relu, reshape, rsqrt,
+                              scaled_dot_product_attention, sigmoid, silu, sin, softmax, split, sqrt, stop_gradient,
+                              sum, swapaxes, take, tanh, transpose, where, zeros_like)
 from .core.functional import add, div, mul, pow, sub
 from .errors import (AttnGraphError, BindingError, CheckpointError, DataError, DeviceError, DTypeError,
                      NonFiniteError, ShapeError, TracingError)

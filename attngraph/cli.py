@@ -225,7 +225,8 @@ def _programs() -> list:
     def elementwise(x, y, tokens, table):
         h = ag.where(x > y, ag.gelu(x), ag.gelu(y, approximate="none")) + ag.maximum(x, y) * (x * x + 1) ** 1.5
         h = h + ag.exp(-x) * ag.log(y * y + 1) / ag.sqrt(x * x + 1) - ag.tanh(x) * ag.sigmoid(y) + ag.relu(ag.erf(x))
-        h = h + ag.minimum(x, y)
+        h = h + ag.minimum(x, y) + ag.sin(x) * ag.cos(y)
+        h = h + ag.clip(ag.silu(ag.abs(x)) * ag.rsqrt(y * y + 1), -1.0, 1.0)
         keep = ag.logical_or(ag.logical_and(x >= y, ag.not_equal(x, y)), ag.logical_not(ag.less_equal(x, y)))
         return ag.sum(h * keep.astype(h.dtype) + ag.equal(x, y).astype(h.dtype) + (x < y).astype(h.dtype))
 

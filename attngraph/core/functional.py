@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, ShapeError, TracingError
 from .dims import broadcast, divide, format_shape, multiply, normalize
 from .parameter import Parameter
 from .tracing import Tensor, add_node, as_node, constant, current_graph, emit, lift_scalars, user_source
@@ -40,6 +40,11 @@ def tanh(x): return emit("tanh", x)
 def sigmoid(x): return emit("sigmoid", x)
 def relu(x): return emit("relu", x)
 def erf(x): return emit("erf", x)
+def abs(x): return emit("abs", x)
+def sin(x): return emit("sin", x)
+def cos(x): return emit("cos", x)
+def rsqrt(x): return emit("rsqrt", x)
+def silu(x): return emit("silu", x)
 def logical_not(x): return emit("logical_not", x)
 def stop_gradient(x): return emit("stop_gradient", x)
 
@@ -62,6 +67,19 @@ def gelu(x, approximate: str = "tanh"):
     if approximate not in ("tanh", "none"):
         raise ValueError(f"approximate must be 'tanh' or 'none', not {approximate!r}")
     return emit("gelu", x, approximate=approximate)
+
+
+def clip(x, lo=None, hi=None):
+    """x limited to [lo, hi]: lo where x < lo, hi where x > hi, else x; NaN stays NaN. The bounds are Python
+    numbers, a missing one (None) leaves that side open (as torch.clamp); the gradient passes where
+    lo ≤ x ≤ hi."""
+    for bound in (lo, hi):
+        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, (int, float))):
+            raise DTypeError(f"clip's bounds must be Python numbers or None, not {type(bound).__name__} "
+                             f"(at {user_source()})")
+    if lo is not None and hi is not None and not lo <= hi:
+        raise TracingError(f"clip's lower bound {lo} is above its upper bound {hi}: swap them (at {user_source()})")
+    return emit("clip", *lift_scalars(x, -math.inf if lo is None else float(lo), math.inf if hi is None else float(hi)))
 
 
 def where(cond, a, b):
@@ -425,7 +443,7 @@ def _attach_operators(cls) -> None:
     cls.mT = property(lambda self: swapaxes(self, -1, -2))
     cls.reshape = lambda self, *shape: reshape(self, _varargs(shape))
     cls.transpose = lambda self, *axes: transpose(self, _varargs(axes) or None)
-    for f in (sum, mean, max, astype, exp, log, sqrt, tanh, sigmoid, relu):
+    for f in (sum, mean, max, astype, exp, log, sqrt, tanh, sigmoid, relu, abs, clip):
         setattr(cls, f.__name__, f)
 
 

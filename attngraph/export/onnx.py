@@ -327,7 +327,8 @@ def _relative_distance(b, node, q, k, max_distance):
 CONVERTERS: dict[str, Callable] = {
     **{op: _simple(op_type) for op, op_type in [
         ("sub", "Sub"), ("div", "Div"), ("pow", "Pow"), ("neg", "Neg"), ("exp", "Exp"), ("log", "Log"), ("sqrt", "Sqrt"), ("tanh", "Tanh"),
-        ("sigmoid", "Sigmoid"), ("relu", "Relu"), ("erf", "Erf"), ("where", "Where"), ("equal", "Equal"),
+        ("sigmoid", "Sigmoid"), ("relu", "Relu"), ("erf", "Erf"), ("abs", "Abs"), ("sin", "Sin"), ("cos", "Cos"),
+        ("clip", "Clip"), ("where", "Where"), ("equal", "Equal"),
         ("less", "Less"), ("less_equal", "LessOrEqual"), ("greater", "Greater"),
         ("greater_equal", "GreaterOrEqual"), ("logical_and", "And"), ("logical_or", "Or"),
         ("logical_not", "Not"), ("stop_gradient", "Identity"), ("gather", "Gather"), ("concat", "Concat"),
@@ -336,6 +337,8 @@ CONVERTERS: dict[str, Callable] = {
     "mul": _arithmetic("Mul", "And"),
     "maximum": _arithmetic("Max", "Or"),
     "minimum": _arithmetic("Min", "And"),
+    "rsqrt": lambda b, node, x: b.op("Reciprocal", b.op("Sqrt", x)),
+    "silu": lambda b, node, x: b.op("Mul", x, b.op("Sigmoid", x)),
     "not_equal": lambda b, node, x, y: b.op("Not", b.op("Equal", x, y)),
     "astype": lambda b, node, x, dtype: b.cast(x, dtype),
     "dropout": lambda b, node, x, seed, p, key: b.op("Identity", x),

@@ -4,9 +4,9 @@ Each primitive counts its own floating-point operations (``flops=`` in ``core/pr
 counts 2. Per op:
 
 - ``matmul`` (..., m, k) @ (..., k, n): 2·m·n·k per output matrix, times the batch.
-- 1 per output element: ``add sub mul div neg maximum minimum where relu sqrt`` and the comparisons ``equal
-  not_equal less less_equal greater greater_equal``; 4: ``exp log``; 6: ``tanh sigmoid``; 10: ``erf gelu
-  pow`` (transcendentals as the short polynomials the kernels evaluate).
+- 1 per output element: ``add sub mul div neg maximum minimum where relu sqrt abs`` and the comparisons ``equal
+  not_equal less less_equal greater greater_equal``; 2: ``rsqrt clip``; 4: ``exp log``; 6: ``tanh sigmoid``;
+  7: ``silu``; 10: ``erf gelu pow sin cos`` (transcendentals as the short polynomials the kernels evaluate).
 - ``sum max``: 1 per input element; ``scatter_add``: 1 per added element.
 - ``softmax log_softmax``: 5 per element (max, subtract, exp, sum, divide); ``softmax_grad
   log_softmax_grad``: 4.

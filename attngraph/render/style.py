@@ -9,13 +9,13 @@ import math
 FAMILIES = {
     "linear algebra": ("#c6dbef", "matmul"),
     "attention": ("#9ecae1", "attention attention_grad"),
-    "activation": ("#c7e9c0", "exp log sqrt tanh sigmoid relu erf gelu gelu_grad"),
+    "activation": ("#c7e9c0", "exp log sqrt rsqrt tanh sigmoid silu relu erf gelu gelu_grad sin cos"),
     "normalization": ("#fdd0a2", ("softmax softmax_grad log_softmax log_softmax_grad layer_norm layer_norm_grad "
                                   "layer_norm_params_grad")),
     "loss": ("#fcbba1", "cross_entropy cross_entropy_grad"),
     "reduction": ("#dadaeb", "sum max size"),
     "random": ("#d0ece7", "dropout"),
-    "arithmetic": ("#f0f0f0", "add sub mul div neg pow maximum minimum where"),
+    "arithmetic": ("#f0f0f0", "add sub mul div neg pow maximum minimum where abs clip"),
     "fused elementwise": ("#fff7bc", "fused"),
     "data movement": ("#ffffff", ("reshape transpose broadcast_to getitem scatter_slice concat gather scatter_add "
                                   "astype stop_gradient")),

@@ -8,6 +8,7 @@ loop its inputs cast to safely, and Numba's own typing would widen int32 or bool
 (integer results wrap around in their dtype, as in NumPy and PyTorch). Constants are built as type(x)(c)
 so that float32 stays float32.
 """
+import builtins
 import functools
 import math
 
@@ -133,6 +134,42 @@ def sigmoid(x):
 def erf(x):
     """erf x"""
     return mathfn.erf(x)
+
+
+@Elementwise
+def sin(x):
+    """sin x (NaN at +-inf)"""
+    return math.sin(x)
+
+
+@Elementwise
+def cos(x):
+    """cos x (NaN at +-inf)"""
+    return math.cos(x)
+
+
+@Elementwise
+def rsqrt(x):
+    """1 / sqrt(x) (+inf at 0, NaN below)"""
+    return type(x)(1) / math.sqrt(x)
+
+
+@Elementwise
+def silu(x):
+    """x * sigmoid(x), the SiLU or swish (Elfwing et al. 2018)"""
+    return x * mathfn.sigmoid(x)
+
+
+@Elementwise
+def abs(x):
+    """|x| (|-0| = 0), NaN stays NaN"""
+    return builtins.abs(x)
+
+
+@NanQuiet
+def clip(x, lo, hi):
+    """lo where x < lo, hi where x > hi, else x (NaN stays NaN); lo <= hi"""
+    return lo if x < lo else hi if x > hi else x
 
 
 @NanQuiet

@@ -60,6 +60,7 @@ class Elementwise:
 add, sub, mul, div, neg, pow = map(Elementwise, (cpu.add, cpu.sub, cpu.mul, cpu.div, cpu.neg, cpu.pow))
 exp, log, sqrt, tanh, sigmoid, erf = map(Elementwise, (cpu.exp, cpu.log, cpu.sqrt, cpu.tanh, cpu.sigmoid, cpu.erf))
 relu, gelu_tanh, gelu_erf = map(Elementwise, (cpu.relu, cpu.gelu_tanh, cpu.gelu_erf))
+abs, sin, cos, rsqrt, silu, clip = map(Elementwise, (cpu.abs, cpu.sin, cpu.cos, cpu.rsqrt, cpu.silu, cpu.clip))
 maximum, minimum, where = map(Elementwise, (cpu.maximum, cpu.minimum, cpu.where))
 equal, not_equal, less, less_equal, greater, greater_equal = map(Elementwise, (
     cpu.equal, cpu.not_equal, cpu.less, cpu.less_equal, cpu.greater, cpu.greater_equal))

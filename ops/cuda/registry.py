@@ -22,8 +22,8 @@ def _biased(x, bias):
 
 
 _ELEMENTWISE = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "exp", "log", "sqrt", "tanh", "sigmoid",
-                "relu", "erf", "where", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-                "logical_and", "logical_or", "logical_not", "astype")
+                "relu", "erf", "abs", "sin", "cos", "rsqrt", "silu", "clip", "where", "equal", "not_equal", "less",
+                "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_not", "astype")
 _MOVEMENT = ("reshape", "transpose", "broadcast_to", "getitem", "scatter_slice", "concat", "stop_gradient")
 
 KERNELS = {

@@ -80,6 +80,23 @@ def pow_vjp(g, y, a, b):
     return da, db
 
 
+def sign(x):
+    """−1, 0 or 1 as x is negative, zero or positive; 0 at NaN: the derivative of |x| (0 at 0, as PyTorch)."""
+    return F.greater(x, 0.0).astype(x.dtype) - F.less(x, 0.0).astype(x.dtype)
+
+
+def silu_derivative(x):
+    """d/dx x·σ(x) = σ(x)(1 + x(1 − σ(x)))."""
+    s = F.sigmoid(x)
+    return s * (1 + x * (1 - s))
+
+
+def clip_vjp(g, y, x, lo, hi):
+    """x takes g where lo ≤ x ≤ hi (not at NaN, as torch.clamp), the bounds where x lies beyond them."""
+    inside = F.logical_and(F.greater_equal(x, lo), F.less_equal(x, hi))
+    return F.where(inside, g, 0.0), F.where(F.less(x, lo), g, 0.0), F.where(F.greater(x, hi), g, 0.0)
+
+
 def no_bool(rule, hint: str):
     """``rule`` refusing boolean inputs, as PyTorch does for ``-`` (``hint`` names the logical op to use)."""
     def checked(*nodes):
@@ -119,6 +136,17 @@ define("sigmoid", unary_float, cpu=ew.sigmoid, elementwise=True, flops=per_eleme
        vjp=lambda g, y, x: (g * y * (1 - y),))
 define("relu", unary_float, cpu=ew.relu, elementwise=True, flops=per_element(1),
        vjp=lambda g, y, x: (F.where(F.less_equal(y, 0.0), 0.0, g),))      # NaN passes g on, as in PyTorch
+define("abs", no_bool(lambda x: (x.shape, x.dtype), "x itself"), cpu=ew.abs, elementwise=True,
+       flops=per_element(1), vjp=lambda g, y, x: (g * sign(x),))
+define("sin", unary_float, cpu=ew.sin, elementwise=True, flops=per_element(10), vjp=lambda g, y, x: (g * F.cos(x),))
+define("cos", unary_float, cpu=ew.cos, elementwise=True, flops=per_element(10),
+       vjp=lambda g, y, x: (-g * F.sin(x),))
+define("rsqrt", unary_float, cpu=ew.rsqrt, elementwise=True, flops=per_element(2),
+       vjp=lambda g, y, x: (g * -0.5 * y * y * y,))
+define("silu", unary_float, cpu=ew.silu, elementwise=True, flops=per_element(7),
+       vjp=lambda g, y, x: (g * silu_derivative(x),))
+define("clip", float_elementwise, cpu=ew.clip, elementwise=True, flops=per_element(2), vjp=clip_vjp,
+       doc="clip(x, lo, hi): x limited to [lo, hi], the bounds 0-d constants (functional.clip checks lo ≤ hi)")
 define("erf", unary_float, cpu=ew.erf, elementwise=True, flops=per_element(10),
        vjp=lambda g, y, x: (g * (2 / math.sqrt(math.pi)) * F.exp(-x * x),))
 define("gelu", gelu_rule, flops=per_element(10), vjp=gelu_vjp,
