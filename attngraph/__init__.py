@@ -11,8 +11,8 @@ from .core import (Executable, Graph, Input, Node, Parameter, Tensor, debug, gra
                    value_and_grad)
 from .core.functional import (abs, arange, astype, broadcast_to, clip, concat, cos, cross_entropy, dropout, embedding,
                               equal, erf, exp, expand_dims, gelu, greater, greater_equal, layer_norm, less, less_equal,
-                              log, log_softmax, logical_and, logical_not, logical_or, matmul, max, maximum, mean,
-                              minimum, moveaxis, neg, not_equal, relative_distance, relu, reshape, rsqrt,
+                              log, log_softmax, logical_and, logical_not, logical_or, logsumexp, matmul, max, maximum,
+                              mean, min, minimum, moveaxis, neg, not_equal, relative_distance, relu, reshape, rsqrt,
                               scaled_dot_product_attention, sigmoid, silu, sin, softmax, split, sqrt, stop_gradient,
                               sum, swapaxes, take, tanh, transpose, where, zeros_like)
 from .core.functional import add, div, mul, pow, sub

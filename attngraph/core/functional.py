@@ -134,6 +134,18 @@ def max(x, axis=None, keepdims: bool = False):
     return emit("max", x, axes=_axes(x, axis), keepdims=keepdims)
 
 
+def min(x, axis=None, keepdims: bool = False):
+    """The smallest element over ``axis``, of any dtype; NaN if any is NaN. Its gradient is shared evenly
+    between the elements equal to it (as torch.amin)."""
+    return emit("min", x, axes=_axes(x, axis), keepdims=keepdims)
+
+
+def logsumexp(x, axis=None, keepdims: bool = False):
+    """log Σ exp(x) over ``axis``, computed as m + log Σ exp(x − m) with m the maximum, so that it neither
+    overflows nor underflows; −inf over an empty axis. Its gradient is softmax(x) over ``axis``."""
+    return emit("logsumexp", x, axes=_axes(x, axis), keepdims=keepdims)
+
+
 def reshape(x, shape: Sequence):
     """Reshape; one entry may be -1. Symbolic shapes flatten to products (``("B", "T", 8) -> ("B*T", 8)``)."""
     shape = tuple(shape)
@@ -414,7 +426,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, causal: bool = False):
                              "a padding mask must be shaped (B, 1, 1, Tk) to mask keys, not (B, 1, Tk, 1), "
                              f"which would mask whole query rows (at {user_source()})")
     shapes = [as_node(x).shape for x in (q, k, v)]
-    if min(map(len, shapes)) < 2 or not packable(shapes[0][-2], shapes[1][-2]):
+    if builtins.min(map(len, shapes)) < 2 or not packable(shapes[0][-2], shapes[1][-2]):
         return unfused.scaled_dot_product_attention(q, k, v, mask, causal)
     try:
         batch = broadcast(*(s[:-2] for s in shapes))
@@ -443,7 +455,7 @@ def _attach_operators(cls) -> None:
     cls.mT = property(lambda self: swapaxes(self, -1, -2))
     cls.reshape = lambda self, *shape: reshape(self, _varargs(shape))
     cls.transpose = lambda self, *axes: transpose(self, _varargs(axes) or None)
-    for f in (sum, mean, max, astype, exp, log, sqrt, tanh, sigmoid, relu, abs, clip):
+    for f in (sum, mean, max, min, logsumexp, astype, exp, log, sqrt, tanh, sigmoid, relu, abs, clip):
         setattr(cls, f.__name__, f)
 
 

@@ -344,6 +344,8 @@ CONVERTERS: dict[str, Callable] = {
     "dropout": lambda b, node, x, seed, p, key: b.op("Identity", x),
     "sum": _reduction("ReduceSum"),
     "max": _reduction("ReduceMax"),
+    "min": _reduction("ReduceMin"),
+    "logsumexp": _reduction("ReduceLogSumExp"),
     "size": _size,
     "matmul": _matmul,
     "reshape": lambda b, node, x, shape: b.op("Reshape", x, b.shape(shape), allowzero=1),

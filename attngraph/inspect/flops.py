@@ -7,7 +7,8 @@ counts 2. Per op:
 - 1 per output element: ``add sub mul div neg maximum minimum where relu sqrt abs`` and the comparisons ``equal
   not_equal less less_equal greater greater_equal``; 2: ``rsqrt clip``; 4: ``exp log``; 6: ``tanh sigmoid``;
   7: ``silu``; 10: ``erf gelu pow sin cos`` (transcendentals as the short polynomials the kernels evaluate).
-- ``sum max``: 1 per input element; ``scatter_add``: 1 per added element.
+- ``sum max min``: 1 per input element; ``logsumexp``: 4 per input element (max, subtract, exp, sum);
+  ``scatter_add``: 1 per added element.
 - ``softmax log_softmax``: 5 per element (max, subtract, exp, sum, divide); ``softmax_grad
   log_softmax_grad``: 4.
 - ``layer_norm``: 8 per element, ``layer_norm_grad``: 10, ``layer_norm_params_grad``: 8 per input element;

@@ -13,7 +13,7 @@ FAMILIES = {
     "normalization": ("#fdd0a2", ("softmax softmax_grad log_softmax log_softmax_grad layer_norm layer_norm_grad "
                                   "layer_norm_params_grad")),
     "loss": ("#fcbba1", "cross_entropy cross_entropy_grad"),
-    "reduction": ("#dadaeb", "sum max size"),
+    "reduction": ("#dadaeb", "sum max min logsumexp size"),
     "random": ("#d0ece7", "dropout"),
     "arithmetic": ("#f0f0f0", "add sub mul div neg pow maximum minimum where abs clip"),
     "fused elementwise": ("#fff7bc", "fused"),

@@ -1,4 +1,4 @@
-"""Sum and max over a set of axes, and the block-wide tree reductions that the row kernels share.
+"""Sum, max, min and log-sum-exp over a set of axes, and the block-wide tree reductions that the row kernels share.
 
 As on the CPU (ops/cpu/reduce.py), x becomes a C-contiguous (A, K, N) array reduced over its middle axis: a
 free reshape when the reduced axes are consecutive, otherwise a transposed copy that moves them last (N = 1).
@@ -6,15 +6,17 @@ free reshape when the reduced axes are consecutive, otherwise a transposed copy 
   in shared memory, halving the active threads at each of log2(ROW_THREADS) steps (``block_sum``,
   ``block_max``).
 - N > 1: a thread per output (a, n) loops over k; neighbouring threads read neighbouring n (coalesced).
-Sums of floats accumulate in the input dtype, sums of bool and integers in int64, as on the CPU. Max keeps the
-input dtype (bool and integers included) and propagates NaN.
+Sums of floats accumulate in the input dtype, sums of bool and integers in int64, as on the CPU. Max and min keep
+the input dtype (bool and integers included) and propagate NaN. Log-sum-exp is m + log Σ exp(x - m) as on the
+CPU, from these kernels and the elementwise ones.
 """
 import math
 
 import numpy as np
 
 from ops._cuda import cuda, device_function, empty
-from ops.cuda.elementwise import astype
+from ops.cuda import elementwise as ew
+from ops.cuda.elementwise import astype, full
 from ops.cuda.launch import ROW_THREADS, THREADS, blocks
 from ops.cuda.movement import transpose
 
@@ -76,6 +78,8 @@ block_sum, _sum_rows, _sum_middle = _reduction(device_function(lambda a, b: a + 
                                                device_function(lambda x, index: x.dtype.type(0)))
 block_max, _max_rows, _max_middle = _reduction(device_function(lambda a, b: a if a >= b or a != a else b),
                                                device_function(lambda x, index: x[index]))
+_, _min_rows, _min_middle = _reduction(device_function(lambda a, b: a if a <= b or a != a else b),
+                                       device_function(lambda x, index: x[index]))
 
 
 def sum(x, axes, keepdims):
@@ -88,10 +92,29 @@ def sum(x, axes, keepdims):
 
 def max(x, axes, keepdims):
     """Maximum of x over ``axes`` (normalized, non-negative; () gives a copy); NaN if any is NaN."""
+    return _extremum("max", _max_rows, _max_middle, x, axes, keepdims)
+
+
+def min(x, axes, keepdims):
+    """Minimum of x over ``axes`` (normalized, non-negative; () gives a copy); NaN if any is NaN."""
+    return _extremum("min", _min_rows, _min_middle, x, axes, keepdims)
+
+
+def _extremum(name, rows, middle, x, axes, keepdims):
     x3, shape = _as_reduction(x, axes, keepdims)
     if x3.shape[1] == 0:
-        raise ValueError(f"max over an empty axis: shape {tuple(x.shape)}, axes {tuple(axes)}")
-    return _reduce(_max_rows, _max_middle, x3, shape)
+        raise ValueError(f"{name} over an empty axis: shape {tuple(x.shape)}, axes {tuple(axes)}")
+    return _reduce(rows, middle, x3, shape)
+
+
+def logsumexp(x, axes, keepdims):
+    """log Σ exp(x) over ``axes`` of a floating-point x: m + log Σ exp(x - m), m the maximum (0 where it is not
+    finite); -inf over empty axes."""
+    zero = full((), 0, x.dtype)
+    m = max(x, axes, True) if all(x.shape[a] for a in axes) else zero
+    m = ew.where(ew.less(ew.abs(m), full((), math.inf, x.dtype)), m, zero)
+    out = ew.add(ew.log(sum(ew.exp(ew.sub(x, m)), axes, True)), m)
+    return out if keepdims else out.reshape(tuple(n for i, n in enumerate(out.shape) if i not in axes))
 
 
 def _reduce(rows, middle, x3, shape):

@@ -39,6 +39,8 @@ KERNELS = {
     "matmul": mm.matmul,
     "sum": red.sum,
     "max": red.max,
+    "min": red.min,
+    "logsumexp": red.logsumexp,
     "size": positions.size,
     "arange": positions.arange,
     "relative_distance": positions.relative_distance,

@@ -1,11 +1,13 @@
-"""abs, sin, cos, rsqrt, silu and clip on "cuda": the kernels against their CPU twins, and a graph using them all
-forward and backward against the same graph on "cpu"."""
+"""abs, sin, cos, rsqrt, silu, clip, min and logsumexp on "cuda": the kernels against their CPU twins, and graphs
+using them forward and backward against the same graphs on "cpu"."""
 import numpy as np
 import pytest
 
 import attngraph as ag
 from ops.cpu import elementwise as cpu
+from ops.cpu import reduce as cpu_reduce
 from ops.cuda import elementwise as cuda
+from ops.cuda import reduce as cuda_reduce
 from tests.cuda.conftest import host, on_device
 from tests.cuda.test_executor import assert_same_on_both
 
@@ -36,3 +38,28 @@ def test_a_graph_of_the_new_ops_runs_forward_and_backward_as_on_the_cpu(rng):
     graph = ag.trace(f, x=ag.Input((2, 3)), y=ag.Input((3,)))
     x, y = rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal(3).astype(np.float32)
     assert_same_on_both(graph.grad(wrt=["x", "y"]), x=x, y=y)
+
+
+@pytest.mark.parametrize("axes, keepdims", [((1,), False), ((0, 2), True), ((2,), False)])
+def test_min_and_logsumexp_kernels_match_the_cpu(axes, keepdims, rng):
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    x[0, 0, 0], x[1, 2, 3] = np.nan, 1000.0
+    got, want = host(cuda_reduce.min(on_device(x), axes, keepdims)), cpu_reduce.min(x, axes, keepdims)
+    np.testing.assert_array_equal(got, want)
+    got, want = host(cuda_reduce.logsumexp(on_device(x), axes, keepdims)), cpu_reduce.logsumexp(x, axes, keepdims)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_logsumexp_of_infinite_rows_and_of_no_element():
+    x = np.array([[-np.inf, -np.inf], [np.inf, 1.0]], np.float32)
+    np.testing.assert_array_equal(host(cuda_reduce.logsumexp(on_device(x), (1,), False)), [-np.inf, np.inf])
+    assert host(cuda_reduce.logsumexp(on_device(np.zeros((2, 0), np.float32)), (1,), False)).tolist() == [-np.inf] * 2
+
+
+def test_min_of_integers_and_a_reduction_graph_forward_and_backward(rng):
+    ints = np.array([[3, -7, 5], [0, 2, 2]], np.int32)
+    np.testing.assert_array_equal(host(cuda_reduce.min(on_device(ints), (1,), False)), [-7, 0])
+    graph = ag.trace(lambda x: ag.sum(ag.logsumexp(x, -1) * ag.min(x, 0)), x=ag.Input((3, 3)))
+    x = np.array([[1.0, -2.0, 0.5], [-2.0, 3.0, 0.5], [0.0, 1.0, 2.0]], np.float32)     # ties for the min
+    assert_same_on_both(graph.grad(wrt=["x"]), x=x)

@@ -1,6 +1,7 @@
-"""Reductions over axes: ``sum``, ``max``, and ``size`` (the element count that ``mean`` divides by, read
-at run time so that it holds for symbolic dimensions). Sums of bool and integers are int64 (as torch.sum);
-max keeps its input's dtype and has no value over an axis of size 0 (as torch.amax)."""
+"""Reductions over axes: ``sum``, ``max``, ``min``, ``logsumexp``, and ``size`` (the element count that ``mean``
+divides by, read at run time so that it holds for symbolic dimensions). Sums of bool and integers are int64 (as
+torch.sum); max and min keep their input's dtype and have no value over an axis of size 0 (as torch.amax and
+torch.amin); logsumexp takes floats and is -inf over an axis of size 0 (as torch.logsumexp)."""
 from math import prod
 
 import numpy as np
@@ -9,6 +10,7 @@ from ops.cpu import reduce as red
 
 from .. import functional as F
 from ..primitive import define
+from ._infer import require_float
 
 
 def reduced_shape(x, axes, keepdims):
@@ -24,10 +26,18 @@ def sum_rule(x, axes, keepdims):
     return reduced_shape(x, axes, keepdims), x.dtype if x.dtype.kind == "f" else np.dtype(np.int64)
 
 
-def max_rule(x, axes, keepdims):
-    empty = [a for a in axes if x.shape[a] == 0]
-    if empty:
-        raise ValueError(f"max over axis {empty[0]}, of size 0, has no value; reduce over other axes")
+def extremum_rule(name: str):
+    """The shape rule of ``max`` or ``min`` (``name``), which have no value over an axis of size 0."""
+    def rule(x, axes, keepdims):
+        empty = [a for a in axes if x.shape[a] == 0]
+        if empty:
+            raise ValueError(f"{name} over axis {empty[0]}, of size 0, has no value; reduce over other axes")
+        return reduced_shape(x, axes, keepdims), x.dtype
+    return rule
+
+
+def logsumexp_rule(x, axes, keepdims):
+    require_float(x)
     return reduced_shape(x, axes, keepdims), x.dtype
 
 
@@ -36,10 +46,15 @@ def spread(g, x, axes, keepdims):
     return F.broadcast_to(g if keepdims else F.reshape(g, reduced_shape(x, axes, True)), x.shape)
 
 
-def max_vjp(g, y, x, axes, keepdims):
-    """The maximum's gradient goes to the elements equal to it, shared evenly between ties."""
+def extremum_vjp(g, y, x, axes, keepdims):
+    """The maximum's (or minimum's) gradient goes to the elements equal to it, shared evenly between ties."""
     winners = F.equal(x, spread(y, x, axes, keepdims)).astype(x.dtype)
     return (winners * spread(g, x, axes, keepdims) / F.sum(winners, axes, keepdims=True),)
+
+
+def logsumexp_vjp(g, y, x, axes, keepdims):
+    """∂/∂x log Σ exp(x) = exp(x − y), the softmax over the reduced axes."""
+    return (spread(g, x, axes, keepdims) * F.exp(x - spread(y, x, axes, keepdims)),)
 
 
 def reduce_flops(out, x, axes, keepdims):
@@ -48,7 +63,11 @@ def reduce_flops(out, x, axes, keepdims):
 
 define("sum", sum_rule, cpu=lambda x, axes, keepdims: red.sum(x, axes, keepdims), flops=reduce_flops,
        vjp=lambda g, y, x, axes, keepdims: (spread(g, x, axes, keepdims),))
-define("max", max_rule, cpu=lambda x, axes, keepdims: red.max(x, axes, keepdims), flops=reduce_flops,
-       vjp=max_vjp)
+define("max", extremum_rule("max"), cpu=lambda x, axes, keepdims: red.max(x, axes, keepdims), flops=reduce_flops,
+       vjp=extremum_vjp)
+define("min", extremum_rule("min"), cpu=lambda x, axes, keepdims: red.min(x, axes, keepdims), flops=reduce_flops,
+       vjp=extremum_vjp)
+define("logsumexp", logsumexp_rule, cpu=lambda x, axes, keepdims: red.logsumexp(x, axes, keepdims),
+       flops=lambda out, x, axes, keepdims: 4 * prod(x), vjp=logsumexp_vjp)
 define("size", lambda x, axes, dtype: ((), np.dtype(dtype)), differentiable=False,
        cpu=lambda x, axes, dtype: np.asarray(prod(x.shape[a] for a in axes), dtype=dtype))
