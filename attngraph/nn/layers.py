@@ -66,6 +66,23 @@ class LayerNorm(Module):
         return f"{self.dim}, eps={self.eps}"
 
 
+class RMSNorm(Module):
+    """Root-mean-square normalization over the last axis (Zhang & Sennrich 2019): γ ∘ x / √(mean(x²) + ε), no
+    centring and no bias. As torch.nn.RMSNorm, ``eps=None`` takes the dtype's machine epsilon."""
+
+    def __init__(self, dim: int, eps: float | None = None, dtype="float32"):
+        super().__init__()
+        self.dim, dtype = integer("dim", dim), float_dtype("dtype", dtype)
+        self.eps = float(np.finfo(dtype).eps) if eps is None else positive("eps", eps)
+        self.weight = Parameter(np.ones(self.dim, dtype))
+
+    def forward(self, x):
+        return x * F.rsqrt(F.mean(x * x, -1, keepdims=True) + self.eps) * self.weight
+
+    def extra_repr(self) -> str:
+        return f"{self.dim}, eps={self.eps}"
+
+
 class Dropout(Module):
     """Inverted dropout (Srivastava et al. 2014) while ``training``; the identity in ``eval()`` mode. p is in
     [0, 1): PyTorch also takes p = 1, which zeroes everything and leaves nothing to learn from."""
