@@ -47,15 +47,18 @@ class Elementwise:
 
 
 class NanQuiet(Elementwise):
-    """An Elementwise op that orders floats: NaN inputs raise no 'invalid value' warning, as in NumPy.
+    """An Elementwise op whose exact results raise no floating-point warning, as NumPy's do not: NaN inputs no
+    'invalid value', huge ones no 'overflow'.
 
-    Compiled ordered comparisons set the CPU's invalid flag on NaN, which NumPy reports after the loop."""
+    Compiled ordered comparisons set the CPU's invalid flag on NaN, which NumPy reports after the loop (maximum,
+    relu, the predicates), and mathfn's tanh, sigmoid and GELU compute both sides of their branches, one of which
+    may overflow where the result taken (±1, 0 or x) is exact."""
 
     def _bind(self, signature):
         loop = super()._bind(signature)
 
         def quiet(*arrays):
-            with np.errstate(invalid="ignore"):
+            with np.errstate(invalid="ignore", over="ignore"):
                 return loop(*arrays)
         return quiet
 
@@ -118,13 +121,13 @@ def sqrt(x):
     return math.sqrt(x)
 
 
-@Elementwise
+@NanQuiet
 def tanh(x):
     """tanh x"""
     return mathfn.tanh(x)
 
 
-@Elementwise
+@NanQuiet
 def sigmoid(x):
     """1 / (1 + e**-x)"""
     return mathfn.sigmoid(x)
@@ -154,7 +157,7 @@ def rsqrt(x):
     return type(x)(1) / math.sqrt(x)
 
 
-@Elementwise
+@NanQuiet
 def silu(x):
     """x * sigmoid(x), the SiLU or swish (Elfwing et al. 2018)"""
     return x * mathfn.sigmoid(x)
@@ -178,13 +181,13 @@ def relu(x):
     return x if not x <= 0 else type(x)(0)
 
 
-@Elementwise
+@NanQuiet
 def gelu_tanh(x):
     """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3))), the tanh approximation of GELU"""
     return mathfn.gelu_tanh(x)
 
 
-@Elementwise
+@NanQuiet
 def gelu_erf(x):
     """0.5 x (1 + erf(x / sqrt 2)), the exact GELU"""
     return mathfn.gelu_erf(x)
