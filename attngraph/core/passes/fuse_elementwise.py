@@ -52,7 +52,7 @@ def fuse_elementwise(graph: Graph) -> Graph:
         return fused
 
     env: dict[Node, Node] = {}
-    return dce(rewrite(graph, visit, env))          # slices now read in place go
+    return dce(rewrite(graph, visit, env))          # the slices now read through views go
 
 
 def unfuse(graph: Graph) -> Graph:
