@@ -14,7 +14,6 @@ it (ops/cpu/memory.py), where freed arrays are reused without faulting their pag
 """
 from __future__ import annotations
 
-import ctypes
 import gc
 import os
 import re
@@ -24,27 +23,25 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
-from ops.cpu.memory import reuse_freed_memory
+from ops.cpu.memory import M_MMAP_THRESHOLD, glibc, reuse_freed_memory
 
-_M_MMAP_THRESHOLD = -3      # glibc's mallopt parameter
 MiB = 2 ** 20
 
 
 @contextmanager
 def _every_block_mapped():
     """glibc's malloc maps blocks of 128 KiB and more and returns free memory first; no-op off glibc."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.malloc_trim(0)
-        libc.mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
-    except (OSError, AttributeError):
+    libc = glibc()
+    if libc is None:
         yield
         return
+    libc.malloc_trim(0)
+    libc.mallopt(M_MMAP_THRESHOLD, 128 * 1024)
     try:
         yield
     finally:
         if not reuse_freed_memory():            # attngraph's setting back, or else glibc's largest dynamic one
-            libc.mallopt(_M_MMAP_THRESHOLD, 32 * MiB)
+            libc.mallopt(M_MMAP_THRESHOLD, 32 * MiB)
 
 
 def _status(key: str) -> int | None:

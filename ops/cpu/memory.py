@@ -16,11 +16,22 @@ as jemalloc), or where ``ATTNGRAPH_MALLOC=system``.
 """
 import ctypes
 import ctypes.util
+import functools
 import os
 
 MMAP_THRESHOLD = 64 * 2 ** 20
 TOP_PAD = 256 * 2 ** 20
-_M_TOP_PAD, _M_MMAP_THRESHOLD = -2, -3          # glibc's mallopt parameter numbers (malloc.h)
+M_TOP_PAD, M_MMAP_THRESHOLD = -2, -3            # glibc's mallopt parameter numbers (malloc.h)
+
+
+@functools.cache
+def glibc() -> ctypes.CDLL | None:
+    """The C library when it is glibc (it has mallopt and malloc_trim), else None (macOS, Windows, musl)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return None
+    return libc if all(hasattr(libc, name) for name in ("mallopt", "malloc_trim")) else None
 
 
 def reuse_freed_memory() -> bool:
@@ -28,9 +39,6 @@ def reuse_freed_memory() -> bool:
     if os.environ.get("ATTNGRAPH_MALLOC") == "system" or "LD_PRELOAD" in os.environ or "GLIBC_TUNABLES" in os.environ \
             or any(name.startswith("MALLOC_") and name.endswith("_") for name in os.environ):
         return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):       # not glibc (macOS, Windows, musl without mallopt)
-        return False
-    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TOP_PAD, TOP_PAD))
+    libc = glibc()
+    return libc is not None and bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) \
+        and bool(libc.mallopt(M_TOP_PAD, TOP_PAD))

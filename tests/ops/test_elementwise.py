@@ -128,3 +128,13 @@ def test_integer_and_bool_results_keep_their_dtype(name, int_dtype):
     y = getattr(ew, name)(*args)
     assert y.dtype == int_dtype
     np.testing.assert_array_equal(y, getattr(np, numpy_name)(*(x.astype(np.int64) for x in args)).astype(int_dtype))
+
+
+@pytest.mark.parametrize("name", ["tanh", "sigmoid", "silu", "gelu_tanh", "gelu_erf", "relu", "maximum"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_exact_results_raise_no_floating_point_warnings(name, dtype, recwarn):
+    """NaN stays NaN and huge inputs give ±1, 0 or x, as NumPy's own functions do, without its warnings (the
+    polynomials compute both sides of their branches)."""
+    x = np.array([np.nan, 1e30, -1e30, np.inf, -np.inf, 0.5], dtype)
+    y = ew.maximum(x, x) if name == "maximum" else getattr(ew, name)(x)
+    assert np.isnan(y[0]) and np.isfinite(y[5]) and not recwarn.list

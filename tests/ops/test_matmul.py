@@ -36,3 +36,11 @@ def test_non_contiguous_operands(rng):
     a = rng.standard_normal((5, 4)).T
     b = rng.standard_normal((2, 6, 5)).transpose(0, 2, 1)
     np.testing.assert_allclose(matmul(a, b), np.matmul(a, b), rtol=1e-12)
+
+
+@pytest.mark.parametrize("n", [8, 512])      # NumPy's BLAS, SciPy's through numba when NumPy's threads spin
+def test_nan_and_inf_propagate_without_warnings(n, recwarn):
+    a = np.full((n, n), np.inf, np.float32)
+    a[0, 0] = np.nan
+    out = matmul(a, np.zeros((n, n), np.float32))
+    assert np.isnan(out).all() and not recwarn.list

@@ -21,6 +21,7 @@ from ops.cpu.fused import MAX_INPUTS
 
 from ..graph import Graph, Node
 from ..primitive import lookup
+from ..prims.fused import run_program, viewed
 from ..prims.movement import sliced_shape
 from .dce import dce
 from .rewrite import rewrite
@@ -61,13 +62,9 @@ def unfuse(graph: Graph) -> Graph:
     def visit(node, inputs, copy):
         if node.op != "fused":
             return copy(node, inputs)
-        template = node.value[0]
-        values = [x if view is None else copy(template, (x,), op="getitem", attrs={"index": view},
-                                              shape=sliced_shape(x.shape, view), dtype=x.dtype)
-                  for x, view in zip(inputs, node.attrs["views"])]
-        for member, (_, args, _) in zip(node.value, node.attrs["program"]):
-            values.append(copy(member, tuple(values[a] for a in args)))
-        return values[-1]
+        sliced = viewed(inputs, node.attrs["views"], lambda x, view: copy(
+            node.value[0], (x,), op="getitem", attrs={"index": view}, shape=sliced_shape(x.shape, view), dtype=x.dtype))
+        return run_program(node.attrs["program"], sliced, lambda k, op, xs, dtype: copy(node.value[k], tuple(xs)))[-1]
 
     return rewrite(graph, visit)
 

@@ -4,8 +4,9 @@
 Attributes: ``program``, the ops as instructions ``(op, args, dtype)`` (args index the node's inputs, then the
 results of earlier instructions; the last is the output); ``views``, for each input, None or the basic index
 through which the program reads it (a slice of it, read in place: a recurrent cell's gates, a time step);
-``reads``, the output axis each (viewed) input axis follows (see ops/cpu/fused.py); ``shape``, the output's. The node's ``value`` holds the nodes it stands for, one per
-instruction, with their names, scopes and source lines: debug mode names the one that first makes a NaN or Inf.
+``reads``, the output axis each (viewed) input axis follows (see ops/cpu/fused.py); ``shape``, the output's.
+The node's ``value`` holds the nodes it stands for, one per instruction, with their names, scopes and source
+lines: debug mode names the one that first makes a NaN or Inf.
 Its FLOPs are those of the ops, and its gradient is theirs: the VJP expands the program into them and
 differentiates that.
 """
@@ -24,35 +25,39 @@ def viewed(inputs, views: tuple, index) -> list:
     return [x if view is None else index(x, view) for x, view in zip(inputs, views)]
 
 
+def run_program(program: tuple, inputs: list, step) -> list:
+    """The inputs, then ``step(k, op, operands, dtype)`` for each instruction k in order, its operands taken
+    from the values before it: the one walk through a program that expanding, naming, checking and unfusing
+    it share."""
+    values = list(inputs)
+    for k, (op, args, dtype) in enumerate(program):
+        values.append(step(k, op, [values[a] for a in args], dtype))
+    return values
+
+
 def expand(inputs, program: tuple, views: tuple) -> list:
     """The values of the program computed by the ops it stands for, as graph tensors: the inputs (sliced by
     their views), then each instruction's result (the last is the fused node's value)."""
-    values = viewed(inputs, views, lambda x, view: F.emit("getitem", x, index=view))
-    for op, args, dtype in program:
-        xs = [values[a] for a in args]
-        values.append(F.emit("astype", *xs, dtype=dtype) if op == "astype" else F.emit(op, *xs))
-    return values
+    return run_program(program, viewed(inputs, views, lambda x, view: F.emit("getitem", x, index=view)),
+                       lambda k, op, xs, dtype: F.emit("astype", *xs, dtype=dtype) if op == "astype" else
+                       F.emit(op, *xs))
 
 
 def formula(program: tuple, names: list[str]) -> str:
     """The program as one expression of the inputs ``names``, e.g. ``tanh(add(x0, x1))``."""
-    text = list(names)
-    for op, args, dtype in program:
-        text.append(f"{dtype}({text[args[0]]})" if op == "astype" else f"{op}({', '.join(text[a] for a in args)})")
-    return text[-1]
+    return run_program(program, names, lambda k, op, xs, dtype: f"{dtype}({xs[0]})" if op == "astype" else
+                       f"{op}({', '.join(xs)})")[-1]
 
 
 def first_nonfinite(node, inputs: list):
     """The node, of those a fused ``node`` stands for, whose value is the first to hold NaN or Inf for these host
     arrays, computed op by op as the unfused graph would; ``node`` itself when none does."""
-    values = viewed(inputs, node.attrs["views"], lambda x, view: x[view])
-    for member, (op, args, dtype) in zip(node.value, node.attrs["program"]):
-        xs = [values[a] for a in args]
-        y = np.asarray(xs[0]).astype(dtype) if op == "astype" else lookup(op).kernels["cpu"](*xs)
-        if y.dtype.kind == "f" and not np.isfinite(y).all():
-            return member
-        values.append(y)
-    return node
+    values = run_program(node.attrs["program"], viewed(inputs, node.attrs["views"], lambda x, view: x[view]),
+                         lambda k, op, xs, dtype: np.asarray(xs[0]).astype(dtype) if op == "astype" else
+                         lookup(op).kernels["cpu"](*xs))
+    computed = values[len(inputs):]
+    return next((member for member, y in zip(node.value, computed)
+                 if y.dtype.kind == "f" and not np.isfinite(y).all()), node)
 
 
 def fused_vjp(g, y, *inputs, program, views, **_):
@@ -64,6 +69,7 @@ def fused_vjp(g, y, *inputs, program, views, **_):
 
 
 def fused_flops(out, *ins, program, views, **_):
+    """The FLOPs of the ops the program stands for; every value it computes has the output's shape."""
     shapes = viewed(ins, views, sliced_shape) + [out] * len(program)
     return sum(lookup(op).flops(out, *(shapes[a] for a in args), **({"dtype": dtype} if op == "astype" else {}))
                for op, args, dtype in program)

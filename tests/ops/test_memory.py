@@ -1,0 +1,56 @@
+"""The allocator setting (ops/cpu/memory.py) and the BLAS threads' environment (ops/__init__.py): measured in
+fresh processes, since both act on process-wide state."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ops.cpu.memory import glibc, reuse_freed_memory
+
+pytestmark = pytest.mark.skipif(glibc() is None, reason="the allocator setting is for glibc's malloc")
+
+STEPS = """
+import resource, sys
+import numpy as np
+if sys.argv[1] == "tuned":
+    from ops.cpu.memory import reuse_freed_memory
+    assert reuse_freed_memory()
+def step():                    # a training step's pattern: arrays of several sizes made, kept a while, freed
+    kept = [np.ones(n, np.float32) for n in (300_000, 1_000_000, 2_000_000, 700_000)]
+    kept += [np.ones(n, np.float32) * 2 for n in (1_500_000, 400_000, 2_500_000)]
+for _ in range(3):
+    step()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(10):
+    step()
+print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 10)
+"""
+
+
+def run(code: str, *args: str, **env: str) -> str:
+    environment = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_THREAD_TIMEOUT", "OMP_WAIT_POLICY")}
+    return subprocess.run([sys.executable, "-c", code, *args], env=environment | env, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_freed_arrays_are_reused_without_page_faults():
+    """glibc's own thresholds give the next step's arrays fresh pages (a fault each); attngraph's, none."""
+    faults = {mode: float(run(STEPS, mode)) for mode in ("system", "tuned")}
+    assert faults["tuned"] < 50 and faults["system"] > 1000, faults
+
+
+@pytest.mark.parametrize("variable", [("ATTNGRAPH_MALLOC", "system"), ("MALLOC_TOP_PAD_", "0"),
+                                      ("GLIBC_TUNABLES", "glibc.malloc.top_pad=0"), ("LD_PRELOAD", "")])
+def test_the_environment_s_own_malloc_settings_are_left_alone(monkeypatch, variable):
+    monkeypatch.setenv(*variable)
+    assert reuse_freed_memory() is False
+
+
+def test_numpy_s_blas_threads_sleep_when_attngraph_is_imported_first():
+    """Importing ops sets OPENBLAS_THREAD_TIMEOUT before NumPy loads its OpenBLAS, which reports it; imported
+    after NumPy, it is too late, and only small products go to NumPy's BLAS."""
+    sleeps = "import {}\nfrom ops.cpu import matmul\nprint(matmul.NUMPY_BLAS_SLEEPS, matmul._NUMPY_MAX)"
+    assert run(sleeps.format("attngraph")) == "True inf"
+    assert run(sleeps.format("numpy, attngraph")) == f"False {2 ** 24}"
+    assert run(sleeps.format("numpy, attngraph"), OPENBLAS_THREAD_TIMEOUT="4") == "True inf"
