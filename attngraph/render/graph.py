@@ -167,11 +167,11 @@ class _Drawing:
         title = {"call": node.op, "parameter": node.name, "input": node.name, "output": node.name}[node.kind]
         rows = [f"<B>{_h(title)}</B>" + (f" <I>{_h(node.name)}</I>" if node.kind == "call" and node.name else "")]
         if node.op == "fused":
-            names = [f"[{i}]" + ("" if view is None else f"[{_attr(view, None)[1:-1]}]")
+            names = [f"[{i}]" + ("" if view is None else f"[{attribute_text(view, None)[1:-1]}]")
                      for i, view in enumerate(node.attrs["views"])]
-            rows.append(_small(_attr(formula(node.attrs["program"], names), FORMULA_LIMIT)))
+            rows.append(_small(attribute_text(formula(node.attrs["program"], names), FORMULA_LIMIT)))
         elif node.kind == "call":
-            rows.append(_small(" ".join(f"{k}={_attr(v)}" for k, v in node.attrs.items()
+            rows.append(_small(" ".join(f"{k}={attribute_text(v)}" for k, v in node.attrs.items()
                                         if v is not None and v is not False and k != "key" and
                                         not (k == "shape" and tuple(v) == node.shape))))
         rows += [_small((f"[{slot}] " if _slots(node) else "") + self.source_text(x), style.FOLDED[x.kind])
@@ -234,7 +234,7 @@ class _Drawing:
         if node.op == "fused":
             lines += ["fused ops:", *(f"  {member.op} ({member.source or member.label})" for member in node.value)]
         if node.attrs:
-            lines.append("attributes: " + ", ".join(f"{k}={_attr(v, None)}" for k, v in node.attrs.items()))
+            lines.append("attributes: " + ", ".join(f"{k}={attribute_text(v, None)}" for k, v in node.attrs.items()))
         if node.inputs:
             lines.append("inputs: " + ", ".join(f"{x.name or x.label} {self.value_text(x)}" for x in node.inputs))
         if node.kind == "call":
@@ -287,10 +287,10 @@ def _dtype(node: Node) -> str:
     return DTYPES.get(node.dtype.name, node.dtype.name)
 
 
-def _attr(value, limit: int | None = 24) -> str:
+def attribute_text(value, limit: int | None = 24) -> str:
     """Attribute values, short: slices as ``1:4``, dtypes by name, values cut at ``limit`` characters."""
     if isinstance(value, tuple):
-        text = "(" + ", ".join(_attr(v, None) for v in value) + ")"
+        text = "(" + ", ".join(attribute_text(v, None) for v in value) + ")"
     elif isinstance(value, slice):
         text = ":".join("" if v is None else str(v) for v in (value.start, value.stop, value.step)).rstrip(":") or ":"
     elif isinstance(value, np.dtype):

@@ -38,7 +38,7 @@ from ..inspect.attention import attention_maps
 from ..inspect.calls import is_within
 from ..inspect.flops import binding, describe_binding, format_count, node_flops
 from ..inspect.summary import shape_text, summary
-from .graph import RenderError, _attr, to_svg
+from .graph import RenderError, attribute_text, to_svg
 from .picture import BUDGET, Box, picture
 
 VIEW_BUDGET = 3 * BUDGET    # boxes; more than a static drawing holds, since the page folds and zooms
@@ -123,7 +123,7 @@ def _details(box: Box, parameters: list[Node], bindings: dict[str, int]) -> dict
             "dtype": node.dtype.name, "FLOPs": format_count(flops, "FLOPs"), "source": node.source,
             "parameters": [_parameter(p) for p in (node, *node.inputs) if p.kind == "parameter"],
             "inputs": [f"{x.name or x.label} ({x.op}) {shape_text(x)} {x.dtype.name}" for x in node.inputs],
-            "attributes": [f"{k}={_attr(v, None)}" for k, v in node.attrs.items()],
+            "attributes": [f"{k}={attribute_text(v, None)}" for k, v in node.attrs.items()],
             "gradient of": node.grad_of.describe() if node.grad_of is not None else ""}
 
 
