@@ -96,3 +96,46 @@ def quadrant_images(rng: np.random.Generator, size: int, channels: int,
         row, column = divmod(label, 2)
         image[:, row * half:(row + 1) * half, column * half:(column + 1) * half] += 1
     return images, labels
+
+
+def associative_recall(rng: np.random.Generator, size: int, pairs: int, vocab: int) -> dict[str, np.ndarray]:
+    """Key-value recall: ``pairs`` distinct ordinary key tokens and a random ordinary value for each, keys and
+    values (size, pairs); a query (size,) that is one of the row's keys, and the target (size,), its value."""
+    span = integer("vocab", vocab, minimum=FIRST + integer("pairs", pairs)) - FIRST
+    keys = FIRST + np.argsort(rng.random((size, span)), axis=1)[:, :pairs]
+    values = rng.integers(FIRST, vocab, (size, pairs))
+    chosen = rng.integers(0, pairs, size)
+    rows = np.arange(size)
+    return dict(keys=keys, values=values, query=keys[rows, chosen], target=values[rows, chosen])
+
+
+WHERE, IS, IN = FIRST, FIRST + 1, FIRST + 2
+FACT_WORDS = 4
+
+
+def whereabouts(rng: np.random.Generator, size: int, sentences: int, people: int,
+                rooms: int) -> dict[str, np.ndarray]:
+    """A bAbI-like story task (Weston et al. 2015, task 1): a story of 1 … ``sentences`` facts "p is in r",
+    each the 4 words [p, IS, IN, r], padded with empty sentences to (size, sentences, 4); the question
+    "where is p" (size, 4) about a person of the story; the answer (size,) is the room of the last fact
+    about p. People are the word ids WHERE + 3 …, rooms the ``rooms`` ids after them."""
+    people, rooms = integer("people", people), integer("rooms", rooms)
+    story = np.full((size, integer("sentences", sentences), FACT_WORDS), PAD, np.int64)
+    question = np.full((size, FACT_WORDS), PAD, np.int64)
+    answer = np.empty(size, np.int64)
+    for i in range(size):
+        n = rng.integers(1, sentences + 1)
+        who = IN + 1 + rng.integers(0, people, n)
+        where = IN + 1 + people + rng.integers(0, rooms, n)
+        story[i, :n] = np.stack([who, np.full(n, IS), np.full(n, IN), where], axis=1)
+        asked = rng.integers(n)
+        question[i, :3] = WHERE, IS, who[asked]
+        answer[i] = where[who == who[asked]][-1]
+    return dict(story=story, question=question, answer=answer)
+
+
+def sorting(rng: np.random.Generator, size: int, length: int) -> dict[str, np.ndarray]:
+    """Numbers to sort (size, length) uniform in [0, 1) (float32), and the permutation (size, length) that
+    sorts each row ascending: the positions of its smallest, second smallest, … number."""
+    numbers = rng.random((size, integer("length", length))).astype(np.float32)
+    return dict(numbers=numbers, order=np.argsort(numbers, axis=1, kind="stable"))
