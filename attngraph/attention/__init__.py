@@ -3,6 +3,7 @@ from .alignment import AlignmentAttention, AlignmentBiasedScore
 from .aoa import AttentionOverAttention
 from .attention import Attention, attend, key_mask
 from .coattention import Coattention
+from .content import ContentAddressing, ContentReadHead, sharpen
 from .hard import HardAttention, MovingAverageBaseline, reinforce_loss, sample
 from .hierarchical import AttentionPooling
 from .local import LocalAttention, PredictiveLocalAttention
