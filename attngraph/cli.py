@@ -244,7 +244,11 @@ def _programs() -> list:
         a = ag.scaled_dot_product_attention(e, x, ag.dropout(y, 0.1), causal=True)
         return ag.sum(a @ ag.embedding(table, ag.relative_distance(a, a, 2))[0].mT) + ag.sum(a @ e.mT)
 
-    return [elementwise, shapes, normalization, attention]
+    def convolution(x, y, tokens, table):
+        h = ag.conv2d(ag.reshape(x, (2, 3, 2, 2)), ag.reshape(y, (2, 3, 2, 2)), padding=1)
+        return ag.sum(ag.max_pool2d(h, 2, 1) * ag.avg_pool2d(h, 2, 1))
+
+    return [elementwise, shapes, normalization, attention, convolution]
 
 
 def _exercise(program, dtype: np.dtype):

@@ -406,6 +406,100 @@ def rng_seed(graph):
     return Tensor(seed)
 
 
+def _spatial(name: str, value, minimum: int, rank: int = 2) -> tuple[int, ...]:
+    """A convolution's or pooling's ``stride``, ``padding``, ``dilation`` or ``kernel``: an int for every spatial
+    axis, or one per axis, each at least ``minimum``."""
+    values = (value,) * rank if isinstance(value, (int, np.integer)) else tuple(value) \
+        if isinstance(value, (tuple, list)) else ()
+    if len(values) != rank or not builtins.all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                                               and v >= minimum for v in values):
+        raise ShapeError(f"{name} must be an int >= {minimum} or {rank} of them, got {value!r} (at {user_source()})")
+    return tuple(int(v) for v in values)
+
+
+def _with_bias(y, bias, spatial: int):
+    """y (B, O, ...) plus a bias of shape (O,) on every position."""
+    if bias is None:
+        return y
+    channels = as_node(y).shape[1]
+    if as_node(bias).shape != (channels,):
+        raise ShapeError(f"the bias must have shape ({channels},), one value per output channel, got "
+                         f"{format_shape(as_node(bias).shape)} (at {user_source()})")
+    return y + reshape(bias, (channels,) + (1,) * spatial)
+
+
+def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1):
+    """y[b, o, i, j] = bias[o] + Σ_{c,p,q} w[o, c, p, q] · x[b, c, i·sh + p·dh − ph, j·sw + q·dw − pw] (the
+    cross-correlation of torch.nn.functional.conv2d) on x (B, C, H, W) and w (O, C, kh, kw), zeros outside x;
+    ``stride``, ``padding`` and ``dilation`` are an int or a pair (height, width). The output is (B, O, Ho, Wo),
+    Ho = (H + 2·ph − dh·(kh − 1) − 1) // sh + 1, and Wo alike."""
+    ph, pw = _spatial("padding", padding, 0)
+    y = emit("conv2d", x, w, stride=_spatial("stride", stride, 1), padding=(ph, ph, pw, pw),
+             dilation=_spatial("dilation", dilation, 1))
+    return _with_bias(y, bias, 2)
+
+
+def _as_rows(op: str, x, rank: int = 3):
+    """x (B, C, T) as (B, C, 1, T), for the 1-D forms of the 2-D ops."""
+    if len(as_node(x).shape) != rank:
+        raise ShapeError(f"{op} takes an input (B, C, T), got {format_shape(as_node(x).shape)} (at {user_source()})")
+    return expand_dims(x, 2)
+
+
+def _rows_back(y):
+    shape = as_node(y).shape
+    return reshape(y, shape[:2] + shape[3:])
+
+
+def conv1d(x, w, bias=None, stride: int = 1, padding: int = 0, dilation: int = 1, causal: bool = False):
+    """y[b, o, t] = bias[o] + Σ_{c,q} w[o, c, q] · x[b, c, t·stride + q·dilation − padding] on x (B, C, T) and
+    w (O, C, k), as torch.nn.functional.conv1d: conv2d over height 1. ``causal=True`` pads (k − 1)·dilation
+    zeros on the left only (no ``padding`` then), so that output t sees the inputs up to t (WaveNet)."""
+    k = as_node(w).shape[-1]
+    (stride,), (padding,), (dilation,) = (_spatial(n, v, m, 1) for n, v, m in (
+        ("stride", stride, 1), ("padding", padding, 0), ("dilation", dilation, 1)))
+    if causal and padding:
+        raise ShapeError(f"a causal conv1d pads (k - 1)·dilation on the left itself: leave padding at 0 "
+                         f"(at {user_source()})")
+    if len(as_node(w).shape) != 3:
+        raise ShapeError(f"conv1d takes a weight (O, C, k), got {format_shape(as_node(w).shape)} (at {user_source()})")
+    left, right = ((k - 1) * dilation, 0) if causal else (padding, padding)
+    y = emit("conv2d", _as_rows("conv1d", x), expand_dims(w, 2), stride=(1, stride), padding=(0, 0, left, right),
+             dilation=(1, dilation))
+    return _with_bias(_rows_back(y), bias, 1)
+
+
+def _pool(op: str, x, kernel, stride, rank: int):
+    kernel = _spatial("kernel", kernel, 1, rank)
+    stride = kernel if stride is None else _spatial("stride", stride, 1, rank)
+    if rank == 1:
+        return _rows_back(emit(op, _as_rows(op.replace("2d", "1d"), x), kernel=(1, *kernel), stride=(1, *stride)))
+    return emit(op, x, kernel=kernel, stride=stride)
+
+
+def max_pool2d(x, kernel, stride=None):
+    """The largest value of each kernel window of x (B, C, H, W), windows ``stride`` apart (default: the kernel,
+    not overlapping), no padding; NaN if the window holds one. Its gradient goes to the window's first largest
+    element, as torch.nn.functional.max_pool2d's."""
+    return _pool("max_pool2d", x, kernel, stride, 2)
+
+
+def avg_pool2d(x, kernel, stride=None):
+    """The mean of each kernel window of x (B, C, H, W), windows ``stride`` apart (default: the kernel), no
+    padding, as torch.nn.functional.avg_pool2d."""
+    return _pool("avg_pool2d", x, kernel, stride, 2)
+
+
+def max_pool1d(x, kernel: int, stride=None):
+    """max_pool2d over x (B, C, T) with windows along T."""
+    return _pool("max_pool2d", x, kernel, stride, 1)
+
+
+def avg_pool1d(x, kernel: int, stride=None):
+    """avg_pool2d over x (B, C, T) with windows along T."""
+    return _pool("avg_pool2d", x, kernel, stride, 1)
+
+
 def scaled_dot_product_attention(q, k, v, mask=None, causal: bool = False):
     """softmax(q kᵀ / √d, mask) v (Vaswani et al. 2017). q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv) with
     broadcasting batch axes; ``mask`` broadcasts to (..., Tq, Tk) with True = may attend; ``causal`` aligns

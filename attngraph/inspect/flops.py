@@ -17,6 +17,9 @@ counts 2. Per op:
 - ``attention`` (fused, flash-style): per score 2·d (q·k) + 1 (scale) + 5 (softmax) + 2·dv (mixing), over
   the whole Tq × Tk matrix even when causal — as the composition counts them; ``attention_grad``: per score
   6·d + 4·dv + 9 (the recomputed scores and the three gradient products).
+- ``conv2d`` (B, C, H, W) by (O, C, kh, kw): 2·C·kh·kw per output element; ``conv2d_input_grad
+  conv2d_weight_grad``: as many per element of their output gradient g. ``max_pool2d avg_pool2d``: kh·kw per
+  output element; ``avg_pool2d_grad``: kh·kw per element of g, ``max_pool2d_grad``: 1.
 - ``fused`` (the fusion pass's generated kernels): the sum of the counts of the ops it runs.
 - 0, for data movement and integer work: ``reshape transpose broadcast_to getitem scatter_slice concat
   gather astype stop_gradient size arange relative_distance logical_and logical_or logical_not``.

@@ -2,10 +2,12 @@
 
 Importing this package registers every model: ``attngraph.models.names()`` lists them.
 """
-from . import bert, gpt, han, seq2seq, structured, transformer, vit
+from . import bert, gpt, han, memory, pointer, seq2seq, structured, transformer, vit
 from .bert import BERT, mask_tokens
 from .gpt import GPT
 from .han import HAN
+from .memory import MemN2N, NTMReader
+from .pointer import PointerNetwork
 from .registry import ModelSpec, get, names, register, spec
 from .seq2seq import BahdanauSeq2Seq, LuongSeq2Seq, Seq2Seq
 from .structured import StructuredClassifier

@@ -9,6 +9,8 @@ import math
 FAMILIES = {
     "linear algebra": ("#c6dbef", "matmul"),
     "attention": ("#9ecae1", "attention attention_grad"),
+    "convolution & pooling": ("#a1d99b", ("conv2d conv2d_input_grad conv2d_weight_grad max_pool2d max_pool2d_grad "
+                                          "avg_pool2d avg_pool2d_grad")),
     "activation": ("#c7e9c0", "exp log sqrt rsqrt tanh sigmoid silu relu erf gelu gelu_grad sin cos"),
     "normalization": ("#fdd0a2", ("softmax softmax_grad log_softmax log_softmax_grad layer_norm layer_norm_grad "
                                   "layer_norm_params_grad")),

@@ -1,0 +1,192 @@
+"""conv2d, conv1d (causal too), max and average pooling: values and gradients against PyTorch's (numbers stored
+from torch 2.13) and against a NumPy reference of the definition, float64 gradient checks, and the errors of bad
+inputs. Shapes stay 4-D so that each kernel compiles once per dtype."""
+import numpy as np
+import pytest
+
+import attngraph as ag
+from attngraph.errors import DTypeError, ShapeError
+from attngraph.inspect import gradcheck
+from attngraph.inspect.flops import total_flops
+from ops.cpu import conv
+
+NAN = np.nan
+# torch.nn.functional.conv2d(x, w, b, stride=(1, 2), padding=(1, 1), dilation=(2, 1)) in float64 with
+# x = sin(arange(40)).reshape(1, 2, 4, 5), w = cos(arange(36)).reshape(3, 2, 2, 3), b = [0.5, -1, 2]; the
+# gradients are those of (y ** 2).sum()
+TORCH_Y = [1.1619625629, -0.8682312763, -0.4388300234, 1.6155401489, 4.0635893669, -3.6814699479, -0.2644008931,
+           3.7229533716, 1.0386092297, -0.0638848773, -1.0824633077, 2.8143567625, -0.2787619332, -3.2074975748,
+           -1.6310478156, 2.358542881, 1.0479251564, -5.3663995797, -1.3149650659, 3.4302082766, -0.9675075716,
+           -2.7721580302, -1.5868531983, 1.4368480771, 2.5552766328, -0.3573798585, 1.8738056287, 6.5526992626,
+           1.8927101339, -1.1877371935, 2.2328318577, 6.2539442127, 1.5162284989, -0.4270002612, 2.5920265186,
+           3.798331031]
+TORCH_DX = [19.0163722966, 19.2799990022, 10.0451252445, -18.0741387864, -16.0722343487, -4.1504053975,
+            25.0809742942, 30.6127981693, 11.7212442111, 2.4623636794, -25.191364202, -24.83044976, -9.8744937626,
+            30.1304269081, 30.5565171585, -1.434448652, -19.0041210471, -23.4770791689, -10.6045545047,
+            -2.423735894, 19.0877863446, 22.1589724683, 11.6619595133, -11.6924829367, -18.3354521227,
+            -4.6430581407, 17.1321191496, 32.3161907474, 19.9281382013, 3.2450540211, -24.9080673416,
+            -29.2765753413, -12.1551759437, 19.935571062, 32.9598939476, -0.7158998549, -13.3445181092,
+            -23.7216184805, -15.7987977614, -2.381248395]
+TORCH_DW = [10.3042437222, 26.024311392, 10.5983302056, -15.3075552536, -24.3344048251, -7.6231375078,
+            25.7739187631, 17.2686406828, -4.6732979662, -18.9769650363, -6.5555995312, 10.8538825441,
+            0.7987623374, 23.825864986, 15.9980850948, -8.5622953396, -27.942886657, -14.4222996258, 19.6988201643,
+            27.4489515248, 1.0927619493, -24.7316786976, -18.2337886467, 2.6683025009, 0.3632475395,
+            15.6331323368, 25.721178414, -6.7544332786, -24.0062806837, -24.3288266546, 21.0382141878,
+            31.1626144564, 20.083839155, -14.9408480561, -23.0037552119, 1.4714695706]
+TORCH_DB = [16.0354622336, -17.7033327563, 54.5914729273]
+# a NaN, ties and overlapping windows
+POOL_X = np.array([[[[1, 3, 3, 0], [2, -1, 3, NAN], [0, 5, -2, 1], [5, 5, 1, 1]]]])
+
+
+def reference_conv2d(x, w, stride, padding, dilation):
+    """The definition: y[b, o, i, j] = Σ w[o, c, p, q] x_padded[b, c, i·sh + p·dh, j·sw + q·dw]."""
+    top, bottom, left, right = padding
+    xp = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
+    (sh, sw), (dh, dw), (kh, kw) = stride, dilation, w.shape[2:]
+    ho = (xp.shape[2] - dh * (kh - 1) - 1) // sh + 1
+    wo = (xp.shape[3] - dw * (kw - 1) - 1) // sw + 1
+    y = np.zeros((x.shape[0], w.shape[0], ho, wo))
+    for p in range(kh):
+        for q in range(kw):
+            taps = xp[:, :, p * dh:p * dh + sh * (ho - 1) + 1:sh, q * dw:q * dw + sw * (wo - 1) + 1:sw]
+            y += np.einsum("oc,bcij->boij", w[:, :, p, q], taps)
+    return y
+
+
+def torch_case():
+    x = np.sin(np.arange(40.0)).reshape(1, 2, 4, 5)
+    return x, np.cos(np.arange(36.0)).reshape(3, 2, 2, 3), np.array([0.5, -1.0, 2.0])
+
+
+def test_conv2d_values_and_gradients_are_pytorchs():
+    x, w, b = torch_case()
+    conv_ = lambda x, w, b: ag.conv2d(x, w, b, stride=(1, 2), padding=1, dilation=(2, 1))   # noqa: E731
+    y = ag.trace(conv_, x=ag.Input(x.shape, "float64"), w=ag.Input(w.shape, "float64"),
+                 b=ag.Input(b.shape, "float64")).compile()(x=x, w=w, b=b)
+    assert y.shape == (1, 3, 4, 3)
+    np.testing.assert_allclose(y.ravel(), TORCH_Y, atol=1e-9)
+    _, (dx, dw, db) = ag.value_and_grad(lambda x, w, b: ag.sum(conv_(x, w, b) ** 2), argnums=(0, 1, 2))(x, w, b)
+    for got, want in ((dx, TORCH_DX), (dw, TORCH_DW), (db, TORCH_DB)):
+        np.testing.assert_allclose(got.ravel(), want, atol=1e-8)
+
+
+CASES = [((1, 1), (0, 0, 0, 0), (1, 1)), ((2, 1), (1, 1, 2, 2), (1, 2)), ((1, 3), (0, 2, 3, 0), (2, 1))]
+
+
+@pytest.mark.parametrize("stride, padding, dilation", CASES)
+def test_conv2d_kernels_match_the_definition(stride, padding, dilation):
+    """Asymmetric padding (the primitive's) included; the backward kernels are the adjoints of the forward one:
+    <g, conv(x, w)> = <conv2d_input_grad(g, w), x> = <conv2d_weight_grad(g, x), w>."""
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((2, 3, 7, 6)), rng.standard_normal((4, 3, 3, 2))
+    y = conv.conv2d(x, w, stride, padding, dilation)
+    np.testing.assert_allclose(y, reference_conv2d(x, w, stride, padding, dilation), atol=1e-12)
+    g = rng.standard_normal(y.shape)
+    dx = conv.conv2d_input_grad(g, w, x.shape, stride, padding, dilation)
+    dw = conv.conv2d_weight_grad(g, x, w.shape[2:], stride, padding, dilation)
+    assert np.vdot(g, y) == pytest.approx(np.vdot(dx, x), rel=1e-12)
+    assert np.vdot(g, y) == pytest.approx(np.vdot(dw, w), rel=1e-12)
+
+
+def test_conv2d_in_float32_agrees_with_float64():
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal((2, 3, 7, 6)), rng.standard_normal((4, 3, 3, 2))
+    y = conv.conv2d(x.astype(np.float32), w.astype(np.float32), (1, 1), (1, 1, 1, 1), (1, 1))
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y, reference_conv2d(x, w, (1, 1), (1, 1, 1, 1), (1, 1)), rtol=1e-5, atol=1e-5)
+
+
+def test_conv_and_pool_gradients_pass_gradcheck_in_float64():
+    rng = np.random.default_rng(3)
+    x, w, b = rng.standard_normal((2, 3, 7, 6)), rng.standard_normal((4, 3, 3, 2)), rng.standard_normal(4)
+    assert gradcheck(lambda x, w, b: ag.sum(ag.tanh(ag.conv2d(x, w, b, stride=(2, 1), padding=(1, 2),
+                                                             dilation=(1, 2)))), x, w, b).ok
+    assert gradcheck(lambda x: ag.sum(ag.max_pool2d(x, 2) ** 2) + ag.sum(ag.avg_pool2d(x, (3, 2), 1) ** 2), x).ok
+    assert gradcheck(lambda x, w: ag.sum(ag.tanh(ag.conv1d(x, w, causal=True, dilation=2))),
+                     rng.standard_normal((2, 3, 9)), rng.standard_normal((4, 3, 3))).ok
+
+
+def test_second_order_gradients_through_a_convolution():
+    """The backward primitives have VJPs of their own: d/dw of |∂L/∂x|², checked by finite differences."""
+    rng = np.random.default_rng(4)
+    x, w = rng.standard_normal((1, 2, 5, 5)), rng.standard_normal((3, 2, 3, 3))
+
+    def penalty(x, w):
+        dx, dw = ag.gradients(ag.sum(ag.tanh(ag.conv2d(x, w, padding=1))), [x, w])
+        return ag.sum(dx * dx) + ag.sum(dw * dw)
+    assert gradcheck(penalty, x, w).ok
+
+
+def run(fn, x):
+    return ag.trace(fn, x=ag.Input(x.shape, x.dtype)).compile()(x=x)
+
+
+def test_max_and_average_pooling_are_pytorchs():
+    """Max pooling: NaN wins its windows and takes their gradient; among ties the first largest does."""
+    weights = np.arange(1.0, 10.0).reshape(1, 1, 3, 3)
+    np.testing.assert_array_equal(run(lambda x: ag.max_pool2d(x, 2, 1), POOL_X)[0, 0],
+                                  [[3, 3, NAN], [5, 5, NAN], [5, 5, 1]])
+    _, dx = ag.value_and_grad(lambda x: ag.sum(ag.max_pool2d(x, 2, 1) * weights))(POOL_X)
+    np.testing.assert_array_equal(dx[0, 0], [[0, 3, 0, 0], [0, 0, 0, 9], [0, 24, 0, 9], [0, 0, 0, 0]])
+    np.testing.assert_allclose(run(lambda x: ag.avg_pool2d(x, (2, 3), (2, 1)), POOL_X)[0, 0],
+                               [[11 / 6, NAN], [14 / 6, 11 / 6]])
+    _, dx = ag.value_and_grad(lambda x: ag.sum(ag.avg_pool2d(x, (2, 3), (2, 1)) * weights[..., :2, :2]))(POOL_X)
+    np.testing.assert_allclose(dx[0, 0], np.array([[1, 3, 3, 2], [1, 3, 3, 2], [4, 9, 9, 5], [4, 9, 9, 5]]) / 6)
+
+
+def test_conv1d_is_conv2d_over_one_row_and_causal_sees_only_the_past():
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((2, 3, 9)), rng.standard_normal((4, 3, 3))
+    run = lambda **kw: ag.trace(lambda x: ag.conv1d(x, w, **kw), x=ag.Input(("B", 3, "T"), "float64")).compile()
+    y = run(causal=True, dilation=2)(x=x)
+    assert y.shape == (2, 4, 9)
+    np.testing.assert_allclose(y, reference_conv2d(x[:, :, None], w[:, :, None], (1, 1), (0, 0, 4, 0), (1, 2))[:, :, 0],
+                               atol=1e-12)
+    future = x.copy()
+    future[:, :, 5:] += 1.0
+    np.testing.assert_array_equal(run(causal=True, dilation=2)(x=future)[:, :, :5], y[:, :, :5])
+    assert run(causal=True, dilation=2)(x=x[:, :, :4]).shape == (2, 4, 4)      # one graph serves every T
+    y = ag.trace(lambda x: ag.conv1d(x, w, stride=2, padding=1), x=ag.Input(x.shape, "float64")).compile()(x=x)
+    np.testing.assert_allclose(y, reference_conv2d(x[:, :, None], w[:, :, None], (1, 2), (0, 0, 1, 1), (1, 1))[:, :, 0],
+                               atol=1e-12)
+
+
+def test_pool1d_pools_along_time():
+    x = np.arange(12.0).reshape(1, 2, 6) ** 2 % 7
+    for op, reduce in ((ag.max_pool1d, np.max), (ag.avg_pool1d, np.mean)):
+        y = run(lambda x: op(x, 3, 2), x)
+        np.testing.assert_allclose(y, [[[reduce(row[i:i + 3]) for i in (0, 2)] for row in x[0]]])
+
+
+def test_flops_count_two_per_multiply_add():
+    graph = ag.trace(lambda x: ag.conv2d(x, np.zeros((4, 3, 3, 2), np.float32), padding=1),
+                     x=ag.Input((2, 3, 7, 6)))
+    assert total_flops(graph) == 2 * (2 * 4 * 7 * 7) * (3 * 3 * 2)
+
+
+@pytest.mark.parametrize("fn, error, message", [
+    (lambda x: ag.conv2d(x, np.zeros((4, 2, 3, 3), np.float32)), ShapeError, "3 channels but the weight"),
+    (lambda x: ag.conv2d(x, np.zeros((4, 3, 9, 3), np.float32)), ShapeError, "kernel spans 9 positions"),
+    (lambda x: ag.conv2d(x, np.zeros((4, 3, 3, 3), np.float32), dilation=(4, 1)), ShapeError, "spans 9 positions"),
+    (lambda x: ag.conv2d(x, np.zeros((4, 3, 3, 3), np.float32), stride=0), ShapeError, "stride must be an int >= 1"),
+    (lambda x: ag.conv2d(x, np.zeros((4, 3, 3, 3), np.float32), padding=(1, -1)), ShapeError, "padding must be"),
+    (lambda x: ag.conv2d(x, np.zeros((4, 3, 3, 3), np.float32), np.zeros(3, np.float32)), ShapeError, "bias"),
+    (lambda x: ag.conv2d(x, np.zeros((4, 3, 3, 3))), DTypeError, "different dtypes"),
+    (lambda x: ag.conv2d(x[0], np.zeros((4, 3, 3, 3), np.float32)), ShapeError, "(B, C, H, W)"),
+    (lambda x: ag.conv2d(x.astype("int32"), np.zeros((4, 3, 3, 3), np.int32)), DTypeError, "floating-point"),
+    (lambda x: ag.max_pool2d(x, 8), ShapeError, "kernel spans 8 positions"),
+    (lambda x: ag.avg_pool2d(x, 2, stride=(1, 0)), ShapeError, "stride must be"),
+    (lambda x: ag.conv1d(x, np.zeros((4, 3, 3), np.float32)), ShapeError, "conv1d takes an input (B, C, T)"),
+])
+def test_bad_inputs_raise_errors_that_say_what_to_change(fn, error, message):
+    with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
+        ag.trace(fn, x=ag.Input((2, 3, 7, 7)))
+
+
+def test_symbolic_sizes_need_a_size_keeping_convolution():
+    x = ag.Input((2, 3, "T"))
+    with pytest.raises(ShapeError, match="symbolic: give it a concrete size, or use stride 1 and padding 2"):
+        ag.trace(lambda x: ag.conv1d(x, np.zeros((4, 3, 3), np.float32)), x=x)
+    with pytest.raises(ShapeError, match="causal conv1d pads"):
+        ag.trace(lambda x: ag.conv1d(x, np.zeros((4, 3, 3), np.float32), padding=1, causal=True), x=x)
+    assert ag.trace(lambda x: ag.conv1d(x, np.zeros((4, 3, 3), np.float32), padding=1), x=x).outputs
