@@ -361,6 +361,13 @@ CONVERTERS: dict[str, Callable] = {
     "gelu": _gelu,
     "attention": _attention,
     "cross_entropy": _cross_entropy,
+    "conv2d": lambda b, node, x, w, *, stride, padding, dilation: b.op(
+        "Conv", x, w, strides=list(stride), pads=[padding[0], padding[2], padding[1], padding[3]],
+        dilations=list(dilation)),
+    "max_pool2d": lambda b, node, x, *, kernel, stride: b.op("MaxPool", x, kernel_shape=list(kernel),
+                                                             strides=list(stride)),
+    "avg_pool2d": lambda b, node, x, *, kernel, stride: b.op("AveragePool", x, kernel_shape=list(kernel),
+                                                             strides=list(stride)),
 }
 """attngraph primitive -> ``convert(builder, node, *input values, **node.attrs)``, returning the output's value.
 ``_simple`` ops pass their attributes on (concat's axis, transpose's perm)."""

@@ -190,3 +190,21 @@ def test_symbolic_sizes_need_a_size_keeping_convolution():
     with pytest.raises(ShapeError, match="causal conv1d pads"):
         ag.trace(lambda x: ag.conv1d(x, np.zeros((4, 3, 3), np.float32), padding=1, causal=True), x=x)
     assert ag.trace(lambda x: ag.conv1d(x, np.zeros((4, 3, 3), np.float32), padding=1), x=x).outputs
+
+
+def test_onnx_export_gives_conv_maxpool_and_averagepool_that_onnxruntime_agrees_with():
+    ort = pytest.importorskip("onnxruntime")
+    from attngraph.export import to_onnx
+    rng = np.random.default_rng(6)
+    w, v = rng.standard_normal((4, 3, 3, 2)).astype(np.float32), rng.standard_normal((2, 3, 3)).astype(np.float32)
+
+    def f(x, seq):
+        h = ag.conv2d(x, w, np.ones(4, np.float32), stride=(2, 1), padding=(1, 2), dilation=(1, 2))
+        return ag.max_pool2d(h, 2, 1) + ag.avg_pool2d(h, (2, 2), 1), ag.conv1d(seq, v, causal=True, dilation=2)
+
+    graph = ag.trace(f, x=ag.Input(("B", 3, 7, 7)), seq=ag.Input(("B", 3, "T")))
+    feeds = dict(x=rng.standard_normal((2, 3, 7, 7)).astype(np.float32),
+                 seq=rng.standard_normal((2, 3, 6)).astype(np.float32))
+    session = ort.InferenceSession(to_onnx(graph).SerializeToString(), providers=["CPUExecutionProvider"])
+    for got, want in zip(session.run(None, feeds), graph.compile()(**feeds)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
