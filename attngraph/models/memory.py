@@ -127,8 +127,9 @@ class MemN2N(Module):
     @staticmethod
     def bag(embedding: Embedding, tokens, encoding: np.ndarray):
         """Σ_j l_j ∘ E x_j over the words of tokens (..., J), padded words left out: (..., d)."""
-        real = F.expand_dims(F.not_equal(tokens, PAD).astype(encoding.dtype), -1)
-        return F.sum(embedding(tokens) * real * encoding, axis=-2)
+        embedded = embedding(tokens)
+        real = F.expand_dims(F.not_equal(tokens, PAD).astype(embedded.dtype), -1)
+        return F.sum(embedded * real * encoding.astype(embedded.dtype), axis=-2)
 
 
 RECALL_PAIRS = 4

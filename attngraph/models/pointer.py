@@ -28,8 +28,8 @@ from .registry import ModelSpec, register
 
 
 def one_hot(indices, like):
-    """(..., n) float32 rows with a 1 at each index of ``indices`` (...), n the last axis of ``like``."""
-    return F.equal(F.expand_dims(indices, -1), F.arange(like)).astype(np.float32)
+    """(..., n) rows with a 1 at each index of ``indices`` (...), n the last axis of ``like`` and the dtype its."""
+    return F.equal(F.expand_dims(indices, -1), F.arange(like)).astype(like.dtype)
 
 
 class PointerNetwork(Module):
