@@ -99,7 +99,7 @@ class Fused:
             return out
 
         def run_views(*xs, shape, **_):
-            return run(*(x if view is None else np.ascontiguousarray(x[view]) for x, view in zip(xs, views)),
+            return run(*(x if view is None else np.require(x[view], requirements="C") for x, view in zip(xs, views)),
                        shape=shape)
         return run if all(view is None for view in views) else run_views
 
