@@ -2,10 +2,12 @@
 
 Importing this package registers every model: ``attngraph.models.names()`` lists them.
 """
-from . import bert, gpt, han, memory, pointer, seq2seq, structured, transformer, vit
+from . import bert, elmo, gpt, han, lstmn, memory, pointer, seq2seq, structured, transformer, vit
 from .bert import BERT, mask_tokens
+from .elmo import ELMo
 from .gpt import GPT
 from .han import HAN
+from .lstmn import LSTMN, LSTMNClassifier
 from .memory import MemN2N, NTMReader
 from .pointer import PointerNetwork
 from .registry import ModelSpec, get, names, register, spec

@@ -71,6 +71,15 @@ def keyword_sequences(rng: np.random.Generator, size: int, length: int,
     return pad(rows, length), labels
 
 
+def keyword_batch(length: int):
+    """The registry's ``batch(model, rng, size)`` for a sentence classifier (with an ``embed`` layer): tokens
+    (size, length) and labels from ``keyword_sequences`` over the model's vocabulary."""
+    def batch(model, rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:
+        tokens, labels = keyword_sequences(rng, size, length, model.embed.num_embeddings)
+        return dict(tokens=tokens, labels=labels)
+    return batch
+
+
 def keyword_documents(rng: np.random.Generator, size: int, sentences: int, length: int,
                       vocab: int) -> tuple[np.ndarray, np.ndarray]:
     """Documents of 1 … ``sentences`` sentences of 1 … ``length`` tokens, padded to (size, sentences,

@@ -2,6 +2,7 @@
 from . import init
 from .conv import AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
 from .layers import MLP, Activation, Dropout, Embedding, LayerNorm, Linear, ModuleList, RMSNorm, Sequential
+from .mix import ScalarMix
 from .module import Module
 from ..core.parameter import Parameter
 from .recurrent import GRU, LSTM, GRUCell, LSTMCell, Recurrent
