@@ -2,7 +2,7 @@
 
 Importing this package registers every model: ``attngraph.models.names()`` lists them.
 """
-from . import bert, elmo, gpt, han, lstmn, memory, pointer, seq2seq, structured, transformer, vit
+from . import bert, elmo, gpt, han, lstmn, memory, pointer, seq2seq, snail, structured, transformer, vit
 from .bert import BERT, mask_tokens
 from .elmo import ELMo
 from .gpt import GPT
@@ -12,6 +12,7 @@ from .memory import MemN2N, NTMReader
 from .pointer import PointerNetwork
 from .registry import ModelSpec, get, names, register, spec
 from .seq2seq import BahdanauSeq2Seq, LuongSeq2Seq, Seq2Seq
+from .snail import SNAIL
 from .structured import StructuredClassifier
 from .transformer import Transformer
 from .vit import ViT
