@@ -93,3 +93,24 @@ def test_the_bidirectional_lm_learns_counting_in_both_directions():
     after = float(evaluate(**held_out))
     assert before > 2 * np.log(7)            # two near-uniform guesses among the 8 ordinary tokens
     assert after < 0.3 * before, (before, after)
+
+
+class Tagger(ag.Module):
+    """The module docstring's downstream model: its own mix of the frozen biLM's layers, and a linear head."""
+
+    def __init__(self, elmo, tags):
+        super().__init__()
+        self.elmo, self.mix = elmo, ag.nn.ScalarMix(elmo.layers + 1)
+        self.out = ag.nn.Linear(2 * elmo.dim, tags)
+
+    def forward(self, tokens):
+        return self.out(self.mix(ag.stop_gradient(h) for h in self.elmo.representations(tokens)))
+
+
+def test_a_downstream_heads_gradients_reach_its_mix_and_not_the_frozen_bilm(rng):
+    tagger = Tagger(models.get("elmo", tiny=True), 2)
+    tokens = rng.integers(4, 12, (4, 8))
+    loss = ag.trace(lambda tokens, tags: ag.cross_entropy(tagger(tokens), tags), tokens=tokens, tags=tokens % 2)
+    _, *grads = loss.grad().compile()(tokens=tokens, tags=tokens % 2)
+    moved = {name for name, g in zip(loss.parameters, grads) if np.any(g != 0)}
+    assert moved == {"mix.weights", "mix.gamma", "out.weight", "out.bias"}
