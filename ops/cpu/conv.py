@@ -34,8 +34,8 @@ def output_size(size, kernel, stride, pad_before, pad_after, dilation):
 
 def conv2d(x, w, stride, padding, dilation):
     """y = w ⋆ x, (B, O, Ho, Wo)."""
-    (B, _, H, W), (O, _, kh, kw) = x.shape, w.shape
-    cols, ho, wo = _columns(x, (kh, kw), stride, padding, dilation)
+    B, O = x.shape[0], w.shape[0]
+    cols, ho, wo = _columns(x, w.shape[2:], stride, padding, dilation)
     return matmul(w.reshape(1, O, -1), cols).reshape(B, O, ho, wo)
 
 
@@ -120,7 +120,7 @@ def _argmax_window(x, b, c, i, j, kh, kw, sh, sw):
     for r in range(r0, r0 + kh):
         for s in range(s0, s0 + kw):
             v = x[b, c, r, s]
-            if v > best or v != v:
+            if v > best or math.isnan(v):
                 best, at = v, r * x.shape[3] + s
     return at // x.shape[3], at % x.shape[3]
 

@@ -60,7 +60,7 @@ def torch_case():
 
 def test_conv2d_values_and_gradients_are_pytorchs():
     x, w, b = torch_case()
-    conv_ = lambda x, w, b: ag.conv2d(x, w, b, stride=(1, 2), padding=1, dilation=(2, 1))   # noqa: E731
+    conv_ = lambda x, w, b: ag.conv2d(x, w, b, stride=(1, 2), padding=1, dilation=(2, 1))
     y = ag.trace(conv_, x=ag.Input(x.shape, "float64"), w=ag.Input(w.shape, "float64"),
                  b=ag.Input(b.shape, "float64")).compile()(x=x, w=w, b=b)
     assert y.shape == (1, 3, 4, 3)
@@ -154,7 +154,7 @@ def test_conv1d_is_conv2d_over_one_row_and_causal_sees_only_the_past():
 def test_pool1d_pools_along_time():
     x = np.arange(12.0).reshape(1, 2, 6) ** 2 % 7
     for op, reduce in ((ag.max_pool1d, np.max), (ag.avg_pool1d, np.mean)):
-        y = run(lambda x: op(x, 3, 2), x)
+        y = run(lambda x, op=op: op(x, 3, 2), x)
         np.testing.assert_allclose(y, [[[reduce(row[i:i + 3]) for i in (0, 2)] for row in x[0]]])
 
 
