@@ -76,14 +76,15 @@ class MemoryRead(Module):
 
 class MemN2N(Module):
     """logits = MemN2N(vocab, ...)(story, question): story (B, S, J) of S sentences of J word ids, question
-    (B, J), logits (B, vocab) of the one-word answer; equations in the module docstring.
+    (B, J') of J' word ids, logits (B, vocab) of the one-word answer; equations in the module docstring.
 
     ``PAD`` (0) pads words at the end of a sentence and whole sentences at the end of a story: padded words
     add nothing to a sentence, and a padded sentence (first word PAD) is masked out of every hop's attention.
-    J in the position encoding is the padded sentence length. Temporal encoding numbers the memories from
-    the most recent, T(0) for the last real sentence, as the paper does; S ≤ ``memory_size``. ``linear_map``
-    uses u_{k+1} = H u_k + o_k with one H shared by the hops. The attention of hop k is recorded under
-    ``hop_reads.{k − 1}``. Embeddings start from N(0, 0.1²), as in the paper."""
+    J in the position encoding is the padded length (J or J', which must be concrete). Temporal encoding
+    numbers the memories from the most recent, T(0) for the last real sentence, as the paper does;
+    S ≤ ``memory_size``. ``linear_map`` uses u_{k+1} = H u_k + o_k with one H shared by the hops. The
+    attention of hop k is recorded under ``hop_reads.{k − 1}``. Embeddings start from N(0, 0.1²), as in the
+    paper."""
 
     def __init__(self, vocab: int, dim: int = 32, hops: int = 3, memory_size: int = 8, linear_map: bool = False,
                  rng=None):
@@ -106,30 +107,32 @@ class MemN2N(Module):
         return self.embeddings[k], self.temporal[k]
 
     def forward(self, story, question):
-        sentences, words = story.shape[1], story.shape[2]
+        sentences = story.shape[1]
         if isinstance(sentences, str) or sentences > self.memory_size:
             raise ShapeError(f"a story of {sentences} sentences does not fit a memory of {self.memory_size}: "
                              "trace with a concrete number of sentences <= memory_size")
-        encoding = position_encoding(words, self.dim)
         mask = padding_mask(story[:, :, 0])
         count = F.sum(mask.astype(np.int64), axis=1, keepdims=True)
         age = F.maximum(count - 1 - F.arange(mask), 0)                # (B, S): 0 for the most recent sentence
 
         def sentences_of(embedding, temporal):
-            return self.bag(embedding, story, encoding) + temporal(age)
+            return self.bag(embedding, story) + temporal(age)
 
-        u = self.bag(self.embeddings[0], question, encoding)
+        u = self.bag(self.embeddings[0], question)
         for k, hop in enumerate(self.hop_reads, start=1):
             read = hop(u, sentences_of(*self.memory_in(k)), sentences_of(*self.memory_out(k)), mask)
             u = (u if self.map is None else self.map(u)) + read
         return u @ F.swapaxes(self.embeddings[self.hops].weight, 0, 1)
 
-    @staticmethod
-    def bag(embedding: Embedding, tokens, encoding: np.ndarray):
-        """Σ_j l_j ∘ E x_j over the words of tokens (..., J), padded words left out: (..., d)."""
+    def bag(self, embedding: Embedding, tokens):
+        """Σ_j l_j ∘ E x_j over the J words of tokens (..., J), padded words left out: (..., d)."""
+        words = tokens.shape[-1]
+        if isinstance(words, str):
+            raise ShapeError(f"the position encoding needs a concrete number of words per sentence, not {words!r}: "
+                             "trace with e.g. ag.Input(('B', 6, 4), 'int64')")
         embedded = embedding(tokens)
         real = F.expand_dims(F.not_equal(tokens, PAD).astype(embedded.dtype), -1)
-        return F.sum(embedded * real * encoding.astype(embedded.dtype), axis=-2)
+        return F.sum(embedded * real * position_encoding(words, self.dim).astype(embedded.dtype), axis=-2)
 
 
 RECALL_PAIRS = 4
@@ -153,22 +156,21 @@ register(ModelSpec(
                 "on associative recall",
 ))
 
-STORY = dict(sentences=6, people=3, rooms=4)          # a story task over FIRST + 3 + 3 + 4 = 14 word ids
+SENTENCES, STORY = 6, dict(people=3, rooms=4)
 
 
 def story_batch(model: MemN2N, rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:
-    """bAbI-like whereabouts stories of up to 6 facts about 3 people in 4 rooms."""
-    vocab = model.embeddings[0].num_embeddings
-    needed = tasks.IN + 1 + STORY["people"] + STORY["rooms"]
+    """bAbI-like whereabouts stories (``tasks.whereabouts``) of up to 6 sentences about 3 people in 4 rooms."""
+    vocab, needed = model.embeddings[0].num_embeddings, tasks.story_words(**STORY)
     if vocab < needed:
         raise DataError(f"the whereabouts task needs a vocabulary of at least {needed} words, the model has {vocab}")
-    return tasks.whereabouts(rng, size, **STORY)
+    return tasks.whereabouts(rng, size, SENTENCES, **STORY)
 
 
 register(ModelSpec(
     name="memn2n",
     factory=MemN2N,
-    inputs=lambda model: dict(story=Input(("B", STORY["sentences"], tasks.FACT_WORDS), "int64"),
+    inputs=lambda model: dict(story=Input(("B", SENTENCES, tasks.FACT_WORDS), "int64"),
                               question=Input(("B", tasks.FACT_WORDS), "int64")),
     batch=story_batch,
     loss=lambda model, story, question, answer: F.cross_entropy(model(story, question), answer),

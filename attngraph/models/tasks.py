@@ -122,12 +122,17 @@ WHERE, IS, IN = FIRST, FIRST + 1, FIRST + 2
 FACT_WORDS = 4
 
 
+def story_words(people: int, rooms: int) -> int:
+    """The vocabulary size that ``whereabouts`` stories need: the ids up to IN, then the people and rooms."""
+    return IN + 1 + people + rooms
+
+
 def whereabouts(rng: np.random.Generator, size: int, sentences: int, people: int,
                 rooms: int) -> dict[str, np.ndarray]:
     """A bAbI-like story task (Weston et al. 2015, task 1): a story of 1 … ``sentences`` facts "p is in r",
     each the 4 words [p, IS, IN, r], padded with empty sentences to (size, sentences, 4); the question
     "where is p" (size, 4) about a person of the story; the answer (size,) is the room of the last fact
-    about p. People are the word ids WHERE + 3 …, rooms the ``rooms`` ids after them."""
+    about p. People are the word ids IN + 1 …, rooms the ``rooms`` ids after them."""
     people, rooms = integer("people", people), integer("rooms", rooms)
     story = np.full((size, integer("sentences", sentences), FACT_WORDS), PAD, np.int64)
     question = np.full((size, FACT_WORDS), PAD, np.int64)

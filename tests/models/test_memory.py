@@ -138,3 +138,15 @@ def test_bad_settings_and_inputs_are_refused():
         ag.trace(model, story=ag.Input(("B", 6, 4), "int64"), question=ag.Input(("B", 4), "int64"))
     with pytest.raises(ag.DataError, match="at least 14"):
         story_batch(MemN2N(vocab=10), np.random.default_rng(0), 2)
+
+
+def test_the_tasks_answer_their_questions():
+    recall = tasks.associative_recall(np.random.default_rng(0), 50, 4, 12)
+    for keys, values, query, target in zip(*recall.values()):
+        assert len(set(keys)) == 4 and (keys >= tasks.FIRST).all()
+        assert target == values[list(keys).index(query)]
+    stories = tasks.whereabouts(np.random.default_rng(0), 50, 6, 3, 4)
+    for story, question, answer in zip(*stories.values()):
+        facts = [s for s in story if s[0] != PAD]
+        assert question[2] in [s[0] for s in facts]
+        assert answer == [s[3] for s in facts if s[0] == question[2]][-1]
