@@ -28,14 +28,14 @@ from .registry import ModelSpec, register
 
 
 def one_hot(indices, like):
-    """(..., n) rows with a 1 at each index of ``indices`` (...), n the last axis of ``like`` and the dtype its."""
+    """(..., n) rows with a 1 at each index of ``indices`` (...), of ``like``'s dtype, n its last axis."""
     return F.equal(F.expand_dims(indices, -1), F.arange(like)).astype(like.dtype)
 
 
 class PointerNetwork(Module):
-    """log_p = PointerNetwork(...)(numbers, order): numbers (B, n) float32, order (B, n) the target
-    permutation (teacher forcing); log_p (B, n, n) holds log p(C_i = j), 0 at the positions step i may not
-    point at (those of order[:, :i]).
+    """log_p = PointerNetwork(...)(numbers, order): numbers (B, n), order (B, n) the target permutation of
+    each row (teacher forcing; a repeated position would be masked at its second step and add no loss);
+    log_p (B, n, n) holds log p(C_i = j), 0 at the positions step i may not point at (those of order[:, :i]).
 
     Each number is embedded as z_j = W_in x_j + b (``embed``); the encoder LSTM reads z_1 … z_n, the decoder
     LSTM is fed a learned ``start`` vector, then z of the position pointed at before. ``decode`` points
@@ -83,7 +83,7 @@ class PointerNetwork(Module):
         """Greedy decoding: the permutation (B, n) that points at the most likely remaining position at each
         step, and the pointer distributions (B, n steps, n). The encoder and one decoder step are each traced
         and compiled once."""
-        numbers = np.asarray(numbers, np.float32)
+        numbers = np.asarray(numbers, self.start.data.dtype)
         if numbers.ndim != 2 or numbers.size == 0:
             raise ShapeError(f"numbers must be a non-empty (batch, length) array, got shape {numbers.shape}")
         z, states, h, c = trace(self.encode, numbers=numbers).compile()(numbers=numbers)
