@@ -241,7 +241,7 @@ def _programs() -> list:
 
     def attention(x, y, tokens, table):
         e = ag.embedding(table, tokens) + ag.embedding(table, ag.arange(tokens))
-        a = ag.scaled_dot_product_attention(e, x, ag.dropout(y, 0.1), causal=True)
+        a = ag.scaled_dot_product_attention(e, x, ag.dropout(y, 0.1), bias=ag.sum(x, -1, keepdims=True).mT, causal=True)
         return ag.sum(a @ ag.embedding(table, ag.relative_distance(a, a, 2))[0].mT) + ag.sum(a @ e.mT)
 
     def convolution(x, y, tokens, table):

@@ -47,7 +47,9 @@ def cross_entropy(logits, targets, ignore_index: int | None = None):
     return F.sum(nll * keep) / F.maximum(F.sum(keep), 1.0)
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, causal: bool = False):
-    """softmax(q kᵀ / √d, mask, causal) v, with the Tq × Tk scores and weights as graph nodes."""
+def scaled_dot_product_attention(q, k, v, mask=None, bias=None, causal: bool = False):
+    """softmax(q kᵀ / √d + bias, mask, causal) v, with the Tq × Tk scores and weights as graph nodes."""
     scores = F.matmul(q, F.swapaxes(k, -1, -2)) * (1 / math.sqrt(as_node(q).shape[-1]))
+    if bias is not None:
+        scores = scores + bias
     return F.matmul(F.softmax(scores, mask=mask, causal=causal), v)

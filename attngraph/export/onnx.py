@@ -32,6 +32,7 @@ import numpy as np
 from ..core.dims import Dim, multiply, symbols
 from ..core.graph import Graph, Node
 from ..core.passes import unfuse
+from ..core.prims.attention import extras
 from ..errors import AttnGraphError, BindingError
 
 OPSET = 18
@@ -240,10 +241,14 @@ def _softmax(op_type: str) -> Callable:
     return lambda b, node, x, mask=None, *, causal: b.masked(op_type, x, node.shape, node.dtype, mask, causal)
 
 
-def _attention(b, node, q, k, v, mask=None, *, causal, scale):
-    """softmax(scale · q kᵀ, mask, causal) v."""
+def _attention(b, node, q, k, v, *extra, causal, scale):
+    """softmax(scale · q kᵀ + bias, mask, causal) v."""
     qn, kn = node.inputs[:2]
+    names = iter(extra)                         # the mask's, then the bias's
+    mask, bias = (None if x is None else next(names) for x in extras(node.inputs[3:]))
     scores = b.op("Mul", b.op("MatMul", q, b.transposed(k, len(kn.shape))), b.scalar(scale, node.dtype))
+    if bias is not None:
+        scores = b.op("Add", scores, bias)
     probs = b.masked("Softmax", scores, qn.shape[:-1] + kn.shape[-2:-1], node.dtype, mask, causal)
     return b.op("MatMul", probs, v)
 

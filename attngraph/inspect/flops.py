@@ -16,7 +16,8 @@ counts 2. Per op:
   element.
 - ``attention`` (fused, flash-style): per score 2·d (q·k) + 1 (scale) + 5 (softmax) + 2·dv (mixing), over
   the whole Tq × Tk matrix even when causal — as the composition counts them; ``attention_grad``: per score
-  6·d + 4·dv + 9 (the recomputed scores and the three gradient products).
+  6·d + 4·dv + 9 (the recomputed scores and the three gradient products); ``attention_bias_grad``: per score
+  2·d + 2·dv + 9 (the recomputed scores and dO vᵀ).
 - ``conv2d`` (B, C, H, W) by (O, C, kh, kw): 2·C·kh·kw per output element; ``conv2d_input_grad
   conv2d_weight_grad``: as many per element of their output gradient g. ``max_pool2d avg_pool2d``: kh·kw per
   output element; ``avg_pool2d_grad``: kh·kw per element of g, ``max_pool2d_grad``: 1.

@@ -44,15 +44,18 @@ class EncoderLayer(Module):
     (d_model → d_ff → d_model at every position; act is ReLU in the paper, GELU in GPT, BERT and ViT). Its
     LayerNorms use ``layer_norm_eps`` (1e-5 as PyTorch; 1e-12 in BERT and ViT).
 
-    ``layer(x, mask=None, causal=False)``: x (B, T, d_model), ``mask`` a (B, T) padding mask or anything
-    ``MultiHeadAttention`` takes; ``causal`` makes it a decoder-only (GPT) layer."""
+    ``layer(x, mask=None, causal=False, cache=None)``: x (B, T, d_model), ``mask`` a (B, T) padding mask or
+    anything ``MultiHeadAttention`` takes; ``causal`` makes it a decoder-only (GPT) layer; ``cache`` is the
+    self-attention's key/value cache. ``kv_heads`` and ``alibi`` configure the self-attention (grouped-query
+    attention, ALiBi)."""
 
     def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.0, pre_norm: bool = False,
-                 activation: Callable = F.relu, rng=None, layer_norm_eps: float = 1e-5):
+                 activation: Callable = F.relu, rng=None, layer_norm_eps: float = 1e-5, kv_heads: int | None = None,
+                 alibi: bool = False):
         super().__init__()
         d_ff, dropout = integer("d_ff", d_ff), probability("dropout", dropout)
         self.pre_norm, activation = flag("pre_norm", pre_norm), function("activation", activation)
-        self.self_attn = MultiHeadAttention(d_model, heads, dropout, rng=rng)
+        self.self_attn = MultiHeadAttention(d_model, heads, dropout, rng=rng, kv_heads=kv_heads, alibi=alibi)
         self.self_attn_norm = LayerNorm(d_model, layer_norm_eps)
         self.ffn = MLP([d_model, d_ff, d_model], activation, dropout, rng=rng)
         self.ffn_norm = LayerNorm(d_model, layer_norm_eps)
@@ -63,8 +66,9 @@ class EncoderLayer(Module):
             return x + self.dropout(sublayer(norm(x)))
         return norm(x + self.dropout(sublayer(x)))
 
-    def forward(self, x, mask=None, causal: bool = False):
-        x = self.residual(x, lambda h: self.self_attn(h, h, h, mask=mask, causal=causal), self.self_attn_norm)
+    def forward(self, x, mask=None, causal: bool = False, cache: dict | None = None):
+        x = self.residual(x, lambda h: self.self_attn(h, h, h, mask=mask, causal=causal, cache=cache),
+                          self.self_attn_norm)
         return self.residual(x, self.ffn, self.ffn_norm)
 
 
@@ -89,21 +93,23 @@ class DecoderLayer(EncoderLayer):
 
 class Encoder(Module):
     """A stack of ``layers`` encoder layers (their arguments as ``EncoderLayer``), with a final LayerNorm
-    when pre-norm. ``encoder(x, mask=None, causal=False)`` passes its arguments to every layer."""
+    when pre-norm. ``encoder(x, mask=None, causal=False)`` passes its arguments to every layer;
+    ``caches``, one per layer, are their key/value caches."""
 
     layer = EncoderLayer
 
     def __init__(self, layers: int, d_model: int, heads: int, d_ff: int, dropout: float = 0.0,
-                 pre_norm: bool = False, activation: Callable = F.relu, rng=None, layer_norm_eps: float = 1e-5):
+                 pre_norm: bool = False, activation: Callable = F.relu, rng=None, layer_norm_eps: float = 1e-5,
+                 **attention):
         super().__init__()
         layers, d_model, heads, d_ff, dropout = stack_settings(layers, d_model, heads, d_ff, dropout)
-        self.layers = ModuleList(self.layer(d_model, heads, d_ff, dropout, pre_norm, activation, rng, layer_norm_eps)
-                                 for _ in range(layers))
+        self.layers = ModuleList(self.layer(d_model, heads, d_ff, dropout, pre_norm, activation, rng, layer_norm_eps,
+                                            **attention) for _ in range(layers))
         self.norm = LayerNorm(d_model, layer_norm_eps) if pre_norm else None
 
-    def forward(self, x, *args, **kwargs):
-        for layer in self.layers:
-            x = layer(x, *args, **kwargs)
+    def forward(self, x, *args, caches=None, **kwargs):
+        for i, layer in enumerate(self.layers):
+            x = layer(x, *args, **kwargs) if caches is None else layer(x, *args, cache=caches[i], **kwargs)
         return x if self.norm is None else self.norm(x)
 
 

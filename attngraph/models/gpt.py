@@ -9,7 +9,7 @@ from ..core.api import trace
 from ..core.tracing import Input
 from ..errors import NonFiniteError
 from ..nn import Dropout, Embedding, Linear, Module
-from ..nn.checks import flag, integer, non_negative, sizes
+from ..nn.checks import flag, integer, non_negative, one_of, sizes
 from . import tasks
 from .blocks import Encoder, gelu_and_eps, stack_settings
 from .registry import ModelSpec, register
@@ -24,11 +24,18 @@ class GPT(Module):
     GPT-2), a final LayerNorm, and the output map — with ``tie_weights`` the transposed token embedding,
     logits = h Eᵀ (Press & Wolf 2017), else its own linear map. Layer i's attention weights are recorded
     under ``transformer.layers.i.self_attn``. ``gelu`` picks GELU's tanh approximation (GPT-2's "gelu_new")
-    or its exact form ("none"); ``layer_norm_eps`` is the ε of every LayerNorm."""
+    or its exact form ("none"); ``layer_norm_eps`` is the ε of every LayerNorm. ``positions="alibi"`` replaces
+    the learned positions by ALiBi's biases (Press et al. 2022); ``kv_heads`` < ``heads`` makes the attention
+    grouped-query (Ainslie et al. 2023; 1: multi-query, Shazeer 2019), see ``MultiHeadAttention``.
+
+    ``model(tokens, caches)`` with one dict per layer is a step of cached decoding (see ``generate``): empty
+    dicts receive each layer's keys and values; filled ones (B, kv_heads, S, d/h), their last position free,
+    take the single token (B, 1) at position S − 1."""
 
     def __init__(self, vocab: int, d_model: int = 64, heads: int = 4, layers: int = 2, d_ff: int = 256,
                  max_length: int = 128, dropout: float = 0.1, tie_weights: bool = True, rng=None,
-                 gelu: str = "tanh", layer_norm_eps: float = 1e-5):
+                 gelu: str = "tanh", layer_norm_eps: float = 1e-5, positions: str = "learned",
+                 kv_heads: int | None = None):
         super().__init__()
         vocab, max_length = sizes(vocab=vocab, max_length=max_length)
         layers, d_model, heads, d_ff, dropout = stack_settings(layers, d_model, heads, d_ff, dropout)
@@ -36,21 +43,48 @@ class GPT(Module):
         activation, layer_norm_eps = gelu_and_eps(gelu, layer_norm_eps)
         self.max_length = max_length
         self.token_embed = Embedding(vocab, d_model, std=0.02, rng=rng)
-        self.positions = LearnedPositions(max_length, d_model, rng=rng)
+        alibi = one_of("positions", positions, ("learned", "alibi")) == "alibi"
+        self.positions = None if alibi else LearnedPositions(max_length, d_model, rng=rng)
         self.dropout = Dropout(dropout)
         self.transformer = Encoder(layers, d_model, heads, d_ff, dropout, pre_norm=True, activation=activation, rng=rng,
-                                   layer_norm_eps=layer_norm_eps)
+                                   layer_norm_eps=layer_norm_eps, kv_heads=kv_heads, alibi=alibi)
         self.out = None if tie_weights else Linear(d_model, vocab, bias=False, rng=rng)
 
-    def forward(self, tokens):
-        h = self.transformer(self.dropout(self.positions(self.token_embed(tokens))), causal=True)
+    def forward(self, tokens, caches: list[dict] | None = None):
+        x = self.token_embed(tokens)
+        if self.positions is not None and caches and caches[0]:
+            past = caches[0]["k"]
+            x = x + F.embedding(self.positions.weight, F.emit("size", past, axes=(2,), dtype="int64") - 1)
+        elif self.positions is not None:
+            x = self.positions(x)
+        h = self.transformer(self.dropout(x), causal=True, caches=caches)
         return h @ self.token_embed.weight.T if self.out is None else self.out(h)
+
+    def decoders(self, batch: int):
+        """The two compiled graphs of cached decoding for ``batch`` sequences: the prefill, tokens (batch, T) →
+        logits and each layer's keys and values (batch, kv_heads, T, d/h) as k0, v0, k1, ...; and the step, one
+        token (batch, 1) and those caches grown by a free last position → its logits and the updated caches."""
+        attention = self.transformer.layers[0].self_attn
+        names = _cache_names(len(self.transformer.layers))
+
+        def run(tokens, **past):
+            caches = [{kind: past[f"{kind}{i}"] for kind in "kv" if past} for i in range(len(names) // 2)]
+            logits = self(tokens, caches)
+            return {"logits": logits, **{f"{kind}{i}": cache[kind] for i, cache in enumerate(caches) for kind in "kv"}}
+        cache = Input((batch, attention.kv_heads, "S", attention.d_model // attention.heads),
+                      self.token_embed.weight.dtype)
+        prefill = trace(run, tokens=Input((batch, "T"), "int64")).compile()
+        step = trace(run, tokens=Input((batch, 1), "int64"), **dict.fromkeys(names, cache)).compile()
+        return prefill, step
 
     def generate(self, prompt: np.ndarray, new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
                  seed: int = 0) -> np.ndarray:
         """The prompt (B, T₀), or one prompt (T₀,), followed by ``new_tokens`` >= 0 tokens (B, T₀ + new_tokens),
         or (T₀ + new_tokens,), each drawn by ``sample`` from the logits at the last position. The sequence may
         grow beyond ``max_length``: the model then sees its last ``max_length`` tokens, a sliding window.
+        Decoding is cached (``decoders``): the prompt runs through the prefill graph, then each new token through
+        the step graph with the keys and values of the tokens before it; once the window slides, the positions
+        shift and every token goes through the prefill again.
         ``temperature`` >= 0, 0 being greedy decoding; ``top_k`` in [1, vocab] or None; the same ``seed``
         (an int >= 0) gives the same tokens. Every argument is checked before anything is traced. Call
         ``eval()`` first to turn dropout off."""
@@ -60,11 +94,21 @@ class GPT(Module):
         temperature, top_k = sampling(temperature, top_k, vocab)
         rng = np.random.default_rng(seed)
         tokens = np.atleast_2d(prompt)
-        logits_of = trace(self, tokens=Input((len(tokens), "T"), "int64")).compile()
+        prefill, step = self.decoders(len(tokens))
+        caches = None
         for _ in range(new_tokens):
-            logits = logits_of(tokens=tokens[:, -self.max_length:])[:, -1]
-            tokens = np.concatenate([tokens, sample(logits, rng, temperature, top_k)[:, None]], axis=1)
+            if caches is None or tokens.shape[1] > self.max_length:
+                logits, *caches = prefill(tokens=tokens[:, -self.max_length:])
+            else:
+                grown = [np.concatenate([c, np.zeros_like(c[:, :, :1])], axis=2) for c in caches]
+                logits, *caches = step(tokens=tokens[:, -1:], **dict(zip(_cache_names(len(grown) // 2), grown)))
+            tokens = np.concatenate([tokens, sample(logits[:, -1], rng, temperature, top_k)[:, None]], axis=1)
         return tokens if prompt.ndim == 2 else tokens[0]
+
+
+def _cache_names(layers: int) -> list[str]:
+    """k0, v0, k1, v1, ...: the names of the caches of ``layers`` layers in the decoding graphs."""
+    return [f"{kind}{i}" for i in range(layers) for kind in "kv"]
 
 
 def sampling(temperature, top_k, vocab: int) -> tuple[float, int | None]:

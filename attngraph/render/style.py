@@ -8,7 +8,7 @@ import math
 
 FAMILIES = {
     "linear algebra": ("#c6dbef", "matmul"),
-    "attention": ("#9ecae1", "attention attention_grad"),
+    "attention": ("#9ecae1", "attention attention_grad attention_bias_grad"),
     "convolution & pooling": ("#a1d99b", ("conv2d conv2d_input_grad conv2d_weight_grad max_pool2d max_pool2d_grad "
                                           "avg_pool2d avg_pool2d_grad")),
     "activation": ("#c7e9c0", "exp log sqrt rsqrt tanh sigmoid silu relu erf gelu gelu_grad sin cos"),

@@ -17,14 +17,19 @@ def mask_rows(mask, shape):
     Returns ``(mask_rows, mask_index)``: the C-contiguous (Rm, T) rows of the mask itself, and for each of
     the prod(shape[:-1]) rows of ``shape`` the index of its mask row. A (B, 1, 1, T) padding mask costs
     B·H·Tq indices, never a B·H·Tq·T array. Raises ValueError when the mask does not broadcast."""
-    mask = np.ones(shape[-1:], bool) if mask is None else np.asarray(mask, bool)
+    return broadcast_rows(np.ones(shape[-1:], bool) if mask is None else np.asarray(mask, bool), shape, "mask")
+
+
+def broadcast_rows(a, shape, what="array"):
+    """An array broadcasting to ``shape`` (..., T) as its distinct rows and, for each of the prod(shape[:-1])
+    rows of ``shape``, the index of its row (``mask_rows``, for masks and attention biases alike)."""
     try:
-        np.broadcast_to(mask, shape)
+        np.broadcast_to(a, shape)
     except ValueError:
-        raise ValueError(f"mask of shape {mask.shape} does not broadcast to shape {tuple(shape)}") from None
-    mask = mask.reshape((1,) * (len(shape) - mask.ndim) + mask.shape)
-    distinct = rows(np.broadcast_to(mask, mask.shape[:-1] + tuple(shape[-1:])))
-    index = np.arange(len(distinct)).reshape(mask.shape[:-1])
+        raise ValueError(f"{what} of shape {a.shape} does not broadcast to shape {tuple(shape)}") from None
+    a = a.reshape((1,) * (len(shape) - a.ndim) + a.shape)
+    distinct = rows(np.broadcast_to(a, a.shape[:-1] + tuple(shape[-1:])))
+    index = np.arange(len(distinct)).reshape(a.shape[:-1])
     return readonly(distinct), readonly(np.broadcast_to(index, tuple(shape[:-1])).ravel())
 
 

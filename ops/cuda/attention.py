@@ -3,15 +3,16 @@ scores never exist in memory, only tiles of keys and values in shared memory and
 
 The contract of ops/cpu/attention.py: q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv) with one batch shape,
 
-  attention = softmax(scale q kᵀ, mask, causal) v,   scale = 1 / sqrt(d) unless given,
+  attention = softmax(scale q kᵀ + bias, mask, causal) v,   scale = 1 / sqrt(d) unless given,
 
-query i sees key j when the mask (broadcast to (..., Tq, Tk), read through strides) allows it and, when
-``causal``, when j <= i + Tk - Tq; a query that sees no key gets output 0 and gradients 0, never NaN.
-``attention_backward`` returns dq, dk, dv stacked in one zero-padded array (3, ..., max(Tq, Tk), max(d, dv)).
-Here d, dv <= HEAD_DIM_MAX.
+query i sees key j when the mask (broadcast to (..., Tq, Tk), read through strides, as the float bias is)
+allows it and, when ``causal``, when j <= i + Tk - Tq; a query that sees no key, or only −inf biases, gets
+output 0 and gradients 0, never NaN. ``attention_backward`` returns dq, dk, dv stacked in one zero-padded array
+(3, ..., max(Tq, Tk), max(d, dv)); ``attention_bias_backward`` the bias's gradient dZ_ij = P_ij (dO_i·v_j − D_i)
+at the full (..., Tq, Tk) shape, a thread per score. Here d, dv <= HEAD_DIM_MAX.
 
 Forward, a block per (tile of ATTENTION_TILE queries, batch entry), a thread per query. For each tile of keys,
-loaded into shared memory by the whole block, each thread computes its scores s_j = scale q·k_j and updates
+loaded into shared memory by the whole block, each thread computes its scores s_j = scale q·k_j + b_j and updates
 its running max m, running sum l and output accumulator o (online softmax):
 
   m' = max(m, max_j s_j);  l = l e^(m - m') + sum_j e^(s_j - m');  o = o e^(m - m') + sum_j e^(s_j - m') v_j
@@ -23,11 +24,12 @@ The backward visits only the (query, key) pairs that see each other, so a NaN ro
 of a query or key that does not see it; on the CPU it does, through the products (0 · NaN).
 
 Backward: the forward runs again for L (the primitive keeps only its output), then three kernels and no
-atomics: D_i = sum_c dO_ic O_ic (a thread per query); then with P_ij = e^(scale q_i·k_j - L_i) recomputed
+atomics: D_i = sum_c dO_ic O_ic (a thread per query); then with P_ij = e^(scale q_i·k_j + b_ij - L_i) recomputed
 tile by tile and dS_ij = P_ij (dO_i·v_j - D_i):
   dv_j = sum_i P_ij dO_i,  dk_j = scale sum_i dS_ij q_i   (a block per tile of keys, a thread per key)
   dq_i = scale sum_j dS_ij k_j                              (a block per tile of queries, a thread per query)
 """
+import functools
 import math
 
 import numpy as np
@@ -37,33 +39,51 @@ from ops.cpu.attention import _key_end
 from ops.cuda import mathfn
 from ops.cuda.elementwise import full
 from ops.cuda.launch import ATTENTION_TILE, HEAD_DIM_MAX, THREADS, blocks
-from ops.cuda.layout import offset
+from ops.cuda.layout import broadcast_strides, flat, offset
 from ops.cuda.softmax import masking
 
 
-def attention(q, k, v, mask=None, causal=False, scale=None):
-    """softmax(scale · q kᵀ) v over the keys each query sees: (..., Tq, dv)."""
+def attention(q, k, v, mask=None, causal=False, scale=None, bias=None):
+    """softmax(scale · q kᵀ + bias) v over the keys each query sees: (..., Tq, dv)."""
     (q3, k3, v3), lead, scale = _prepare(q, k, v, scale)
-    out, _ = _forward_pass(q3, k3, v3, scale, _masking(lead, q3, k3, mask, causal))
+    out, _ = _forward_pass(q3, k3, v3, scale, _masking(lead, q3, k3, mask, causal, bias))
     return out.reshape(*lead, q3.shape[1], v3.shape[2])
 
 
-def attention_backward(g, o, q, k, v, mask=None, causal=False, scale=None):
+def attention_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=None):
     """The gradients of ``attention`` for the output gradient g, from its output o, stacked in one array
     (3, ..., max(Tq, Tk), max(d, dv)) that is 0 outside them: dq = grads[0, ..., :Tq, :d],
     dk = grads[1, ..., :Tk, :d], dv = grads[2, ..., :Tk, :dv]."""
     (q3, k3, v3), lead, scale = _prepare(q, k, v, scale)
     (count, tq, d), (tk, width) = q3.shape, v3.shape[1:]
-    g3, o3 = g.reshape(count, tq, width), o.reshape(count, tq, width)
-    masks = _masking(lead, q3, k3, mask, causal)
-    _, lse = _forward_pass(q3, k3, v3, scale, masks)
-    row_dots = empty((count, tq), q.dtype)
-    _row_dots[blocks(count * tq), THREADS](row_dots, g3, o3)
+    g3, lse, row_dots, masks = _backward_state(g, o, q3, k3, v3, lead, scale, mask, causal, bias)
     grads = full((3, count, max(tq, tk), max(d, width)), 0, q.dtype)
     _backward_keys[_grid(count, tk), ATTENTION_TILE](grads[1], grads[2], g3, q3, k3, v3, lse, row_dots, scale,
                                                      *masks)
     _backward_queries[_grid(count, tq), ATTENTION_TILE](grads[0], g3, q3, k3, v3, lse, row_dots, scale, *masks)
     return grads.reshape(3, *lead, *grads.shape[2:])
+
+
+def attention_bias_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=None):
+    """The gradient of ``attention`` with respect to its bias at the scores' shape (..., Tq, Tk): 0 where a key
+    takes no part."""
+    (q3, k3, v3), lead, scale = _prepare(q, k, v, scale)
+    count, tq, tk = q3.shape[0], q3.shape[1], k3.shape[1]
+    g3, lse, row_dots, masks = _backward_state(g, o, q3, k3, v3, lead, scale, mask, causal, bias)
+    dz = empty((count, tq, tk), q.dtype)
+    _bias_grad[blocks(dz.size), THREADS](dz, g3, q3, k3, v3, lse, row_dots, scale, *masks)
+    return dz.reshape(*lead, tq, tk)
+
+
+def _backward_state(g, o, q3, k3, v3, lead, scale, mask, causal, bias):
+    """What the backward kernels read: g as (batch, Tq, dv), the log-sum-exp L, D = rowsum(dO ∘ O), the masking."""
+    count, tq, width = q3.shape[0], q3.shape[1], v3.shape[2]
+    g3, o3 = g.reshape(count, tq, width), o.reshape(count, tq, width)
+    masks = _masking(lead, q3, k3, mask, causal, bias)
+    _, lse = _forward_pass(q3, k3, v3, scale, masks)
+    row_dots = empty((count, tq), q3.dtype)
+    _row_dots[blocks(count * tq), THREADS](row_dots, g3, o3)
+    return g3, lse, row_dots, masks
 
 
 def _forward_pass(q3, k3, v3, scale, masks):
@@ -88,10 +108,22 @@ def _prepare(q, k, v, scale):
     return views, tuple(lead), q.dtype.type(1 / math.sqrt(d) if scale is None else scale)
 
 
-def _masking(lead, q3, k3, mask, causal):
-    """The mask, its strides and the scores' shape (..., Tq, Tk), and causal (ops/cuda/softmax.py's masking)."""
+def _masking(lead, q3, k3, mask, causal, bias):
+    """The mask, its strides and the scores' shape (..., Tq, Tk), causal (ops/cuda/softmax.py's masking), and the
+    flat bias (a 0 when there is none) with its strides over the scores."""
     mask, strides, shape, causal, _ = masking(lead + (q3.shape[1], k3.shape[1]), mask, causal)
-    return mask, strides, shape, causal
+    bias = _no_bias(q3.dtype) if bias is None else bias
+    if bias.dtype != q3.dtype or len(bias.shape) > len(shape) or \
+            any(n not in (1, t) for n, t in zip(bias.shape[::-1], shape[::-1])):
+        raise ValueError(f"bias of shape {tuple(bias.shape)} {bias.dtype} does not broadcast to the scores {shape} "
+                         f"{q3.dtype}")
+    return mask, strides, shape, causal, flat(bias), broadcast_strides(bias.shape, shape)
+
+
+@functools.cache
+def _no_bias(dtype):
+    """The bias of no bias: one 0, broadcast to every shape."""
+    return full((), 0, dtype)
 
 
 def _grid(count, rows):
@@ -103,6 +135,18 @@ def _grid(count, rows):
 def _sees(mask, mask_strides, shape, causal, b, i, j, tq, tk):
     """Whether query i of batch entry b sees key j (scores of ``shape``, (..., tq, tk))."""
     return j < _key_end(i, tq, tk, causal) and mask[offset((b * tq + i) * tk + j, shape, mask_strides)]
+
+
+@cuda.jit(device=True)
+def _probability(z, lse):
+    """P = e^(z − L) for a score z of a query with log-sum-exp L; 0 when the query's biases were all −inf (L = −inf)."""
+    return mathfn.exp(z - lse) if lse != -math.inf else type(z)(0)
+
+
+@cuda.jit(device=True)
+def _bias_at(bias, bias_strides, shape, b, i, j, tq, tk):
+    """The bias of query i and key j of batch entry b."""
+    return bias[offset((b * tq + i) * tk + j, shape, bias_strides)]
 
 
 @cuda.jit(device=True)
@@ -145,7 +189,7 @@ def _dot(a, b, n):
 
 
 @cuda.jit
-def _forward(out, lse, q, k, v, scale, lowest, mask, mask_strides, shape, causal):
+def _forward(out, lse, q, k, v, scale, lowest, mask, mask_strides, shape, causal, bias, bias_strides):
     """out and L, a thread per query (``total`` is the running sum l)"""
     k_tile = cuda.shared.array((ATTENTION_TILE, HEAD_DIM_MAX), q.dtype)
     v_tile = cuda.shared.array((ATTENTION_TILE, HEAD_DIM_MAX), q.dtype)
@@ -169,7 +213,8 @@ def _forward(out, lse, q, k, v, scale, lowest, mask, mask_strides, shape, causal
                 tile_max = lowest
                 for jj in range(ATTENTION_TILE):
                     seen = live and j0 + jj < tk and _sees(mask, mask_strides, shape, causal, b, i, j0 + jj, tq, tk)
-                    s[jj] = scale * _dot(q_row, k_tile[jj], d) if seen else minus_inf
+                    s[jj] = scale * _dot(q_row, k_tile[jj], d) + _bias_at(bias, bias_strides, shape, b, i, j0 + jj,
+                                                                          tq, tk) if seen else minus_inf
                     tile_max = mathfn.maximum(tile_max, s[jj])
                 if tile_max > m:
                     correction = mathfn.exp(m - tile_max)
@@ -199,7 +244,7 @@ def _row_dots(row_dots, g, out):
 
 
 @cuda.jit
-def _backward_keys(dk, dv, g, q, k, v, lse, row_dots, scale, mask, mask_strides, shape, causal):
+def _backward_keys(dk, dv, g, q, k, v, lse, row_dots, scale, mask, mask_strides, shape, causal, bias, bias_strides):
     """dk and dv, a thread per key"""
     q_tile = cuda.shared.array((ATTENTION_TILE, HEAD_DIM_MAX), q.dtype)
     g_tile = cuda.shared.array((ATTENTION_TILE, HEAD_DIM_MAX), q.dtype)
@@ -224,7 +269,8 @@ def _backward_keys(dk, dv, g, q, k, v, lse, row_dots, scale, mask, mask_strides,
                 for ii in range(ATTENTION_TILE):
                     i = i0 + ii
                     if live and i < tq and _sees(mask, mask_strides, shape, causal, b, i, j, tq, tk):
-                        p = mathfn.exp(scale * _dot(q_tile[ii], k_row, d) - lse[b, i])
+                        p = _probability(scale * _dot(q_tile[ii], k_row, d)
+                                         + _bias_at(bias, bias_strides, shape, b, i, j, tq, tk), lse[b, i])
                         ds = p * (_dot(g_tile[ii], v_row, width) - row_dots[b, i])
                         for c in range(width):
                             dv_row[c] += p * g_tile[ii, c]
@@ -237,7 +283,7 @@ def _backward_keys(dk, dv, g, q, k, v, lse, row_dots, scale, mask, mask_strides,
 
 
 @cuda.jit
-def _backward_queries(dq, g, q, k, v, lse, row_dots, scale, mask, mask_strides, shape, causal):
+def _backward_queries(dq, g, q, k, v, lse, row_dots, scale, mask, mask_strides, shape, causal, bias, bias_strides):
     """dq, a thread per query"""
     k_tile = cuda.shared.array((ATTENTION_TILE, HEAD_DIM_MAX), q.dtype)
     v_tile = cuda.shared.array((ATTENTION_TILE, HEAD_DIM_MAX), q.dtype)
@@ -260,10 +306,26 @@ def _backward_queries(dq, g, q, k, v, lse, row_dots, scale, mask, mask_strides, 
                 for jj in range(ATTENTION_TILE):
                     j = j0 + jj
                     if live and j < tk and _sees(mask, mask_strides, shape, causal, b, i, j, tq, tk):
-                        p = mathfn.exp(scale * _dot(q_row, k_tile[jj], d) - lse[b, i])
+                        p = _probability(scale * _dot(q_row, k_tile[jj], d)
+                                         + _bias_at(bias, bias_strides, shape, b, i, j, tq, tk), lse[b, i])
                         ds = p * (_dot(g_row, v_tile[jj], width) - row_dots[b, i])
                         for c in range(d):
                             dq_row[c] += scale * ds * k_tile[jj, c]
                 cuda.syncthreads()
             if live:
                 _store_row(dq, b, i, dq_row, d)
+
+
+@cuda.jit
+def _bias_grad(dz, g, q, k, v, lse, row_dots, scale, mask, mask_strides, shape, causal, bias, bias_strides):
+    """dZ_ij = P_ij (dO_i·v_j − D_i), 0 where query i does not see key j; a thread per score"""
+    count, tq, d = q.shape
+    tk, width = v.shape[1], v.shape[2]
+    for e in range(cuda.grid(1), count * tq * tk, cuda.gridsize(1)):
+        r, j = divmod(e, tk)
+        b, i = divmod(r, tq)
+        dz[b, i, j] = dz.dtype.type(0)
+        if _sees(mask, mask_strides, shape, causal, b, i, j, tq, tk):
+            p = _probability(scale * _dot(q[b, i], k[b, j], d) + _bias_at(bias, bias_strides, shape, b, i, j, tq, tk),
+                             lse[b, i])
+            dz[b, i, j] = p * (_dot(g[b, i], v[b, j], width) - row_dots[b, i])

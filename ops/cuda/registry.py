@@ -5,6 +5,7 @@ attngraph's executor attaches them to the primitives (``add_kernel(name, "cuda",
 "cuda" executable is built, so that importing attngraph never imports numba.cuda. A primitive missing here
 has no CUDA kernel: compiling a graph that uses it for "cuda" raises DeviceError naming it.
 """
+from ops.cpu.attention import kernel_args
 from ops.cuda import attention, embedding, fused, gelu, movement, positions
 from ops.cuda import cross_entropy as xent
 from ops.cuda import dropout as drop
@@ -56,6 +57,10 @@ KERNELS = {
     "cross_entropy_grad": lambda g, logits, targets, ignore_index: xent.cross_entropy_backward(
         g, rows(logits), flat(targets), ignore_index).reshape(logits.shape),
     "dropout": lambda x, seed, p, key: drop.dropout(x, p, seed, key),
-    "attention": lambda q, k, v, mask=None, *, causal, scale: attention.attention(q, k, v, mask, causal, scale),
-    "attention_grad": attention.attention_backward,
+    "attention": lambda q, k, v, *extra, causal, scale: attention.attention(
+        q, k, v, *kernel_args(extra, causal, scale)),
+    "attention_grad": lambda g, o, q, k, v, *extra, causal, scale: attention.attention_backward(
+        g, o, q, k, v, *kernel_args(extra, causal, scale)),
+    "attention_bias_grad": lambda g, o, q, k, v, *extra, causal, scale: attention.attention_bias_backward(
+        g, o, q, k, v, *kernel_args(extra, causal, scale)),
 }

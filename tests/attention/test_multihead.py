@@ -1,5 +1,5 @@
 """MultiHeadAttention against NumPy; h = 1 is single-head scaled dot attention; heads split and merge; causal
-and padding masks; gradients."""
+and padding masks; gradients; grouped-query and multi-query attention."""
 import numpy as np
 import pytest
 
@@ -11,12 +11,13 @@ from tests.attention.numpy_reference import assert_close, recorded, run, softmax
 D_MODEL = 4
 
 
-def multihead(heads, dtype=np.float32):
-    return MultiHeadAttention(D_MODEL, heads, rng=np.random.default_rng(0)).astype(dtype)
+def multihead(heads, dtype=np.float32, kv_heads=None):
+    return MultiHeadAttention(D_MODEL, heads, rng=np.random.default_rng(0), kv_heads=kv_heads).astype(dtype)
 
 
 def reference(mha, query, key, value, mask=None):
-    """Each head i attends with q W_i^Q, k W_i^K, v W_i^V, the (d/h)-column blocks of the projections."""
+    """Each head i attends with q W_i^Q, k W_g^K, v W_g^V, the (d/h)-column blocks of the projections, g = i for
+    multi-head attention and the group i // (h / kv_heads) of grouped-query attention."""
     def project(linear, x):
         return x @ linear.weight.data + linear.bias.data
 
@@ -25,8 +26,10 @@ def reference(mha, query, key, value, mask=None):
     heads, weights = [], []
     for i in range(mha.heads):
         block = slice(i * width, (i + 1) * width)
-        w = softmax(q[..., block] @ k[..., block].swapaxes(-1, -2) / np.sqrt(width), mask)
-        heads.append(w @ v[..., block])
+        group = i // (mha.heads // mha.kv_heads)
+        shared = slice(group * width, (group + 1) * width)
+        w = softmax(q[..., block] @ k[..., shared].swapaxes(-1, -2) / np.sqrt(width), mask)
+        heads.append(w @ v[..., shared])
         weights.append(w)
     return project(mha.w_o, np.concatenate(heads, -1)), np.stack(weights, 1)
 
@@ -99,3 +102,33 @@ def test_gradients_with_a_fully_masked_batch_row(rng):
     assert not dmemory[1].any() and not dmemory[0, 2].any()
     gradcheck(loss, x, memory).raise_if_failed()
     gradcheck_parameters(loss, mha, x, memory).raise_if_failed()
+
+
+@pytest.mark.parametrize("kv_heads", [1, 2], ids=["multi-query", "grouped-query"])
+def test_grouped_query_attention_matches_numpy(rng, kv_heads):
+    mha = multihead(4, kv_heads=kv_heads)
+    assert mha.w_k.weight.shape == mha.w_v.weight.shape == (D_MODEL, kv_heads * D_MODEL // 4)
+    query = rng.standard_normal((2, 3, D_MODEL)).astype(np.float32)
+    key = rng.standard_normal((2, 5, D_MODEL)).astype(np.float32)
+    padding = np.array([[True, True, True, False, False], [True] * 5])
+    out = run(mha, query=query, key=key, value=key, mask=padding)
+    weights = recorded(mha, query=query, key=key, value=key, mask=padding)["attention"]
+    expected_out, expected_weights = reference(mha, query, key, key, padding[:, None])
+    assert_close(weights, expected_weights)
+    assert_close(out, expected_out)
+
+
+def test_grouped_query_gradients(rng):
+    mha = multihead(4, np.float64, kv_heads=2)
+    x = rng.standard_normal((2, 3, D_MODEL))
+
+    def loss(x):
+        return ag.sum(ag.tanh(mha(x, x, x, causal=True)))
+
+    gradcheck(loss, x).raise_if_failed()
+    gradcheck_parameters(loss, mha, x).raise_if_failed()
+
+
+def test_kv_heads_must_divide_heads():
+    with pytest.raises(ValueError, match="kv_heads"):
+        MultiHeadAttention(D_MODEL, 4, kv_heads=3)

@@ -92,3 +92,19 @@ def test_shapes_the_kernels_do_not_take_are_refused():
     wide = np.zeros((1, 2, HEAD_DIM_MAX + 1))
     with pytest.raises(ValueError, match=f"up to {HEAD_DIM_MAX} features"):
         fused.attention(*on_device(wide, wide, wide))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_bias_matches_the_cpu_kernels_values_and_gradients(causal, rng):
+    """A per-head bias with −inf entries and a row of them (that query sees nothing: zeros, never NaN)."""
+    q, k, v, g = (rng.standard_normal(s) for s in ((B, H, TQ, D), (B, H, TK, D), (B, H, TK, DV), (B, H, TQ, DV)))
+    bias = rng.standard_normal((H, TQ, TK))
+    bias[0, 1, ::2], bias[0, 2] = -np.inf, -np.inf
+    out = fused.attention(*on_device(q, k, v), None, causal, None, on_device(bias))
+    np.testing.assert_allclose(host(out), cpu.attention(q, k, v, None, causal, None, bias), rtol=1e-12, atol=1e-14)
+    for device, host_kernel in ((fused.attention_backward, cpu.attention_backward),
+                                (fused.attention_bias_backward, cpu.attention_bias_backward)):
+        got = host(device(*on_device(g, host(out), q, k, v), None, causal, None, on_device(bias)))
+        np.testing.assert_allclose(got, host_kernel(g, host(out), q, k, v, None, causal, None, bias), rtol=1e-10,
+                                   atol=1e-12)
+        assert np.isfinite(got).all()

@@ -5,28 +5,33 @@ Attention modules trace softmax(q kᵀ · c) v as separate nodes, so that the we
 back; unless something does read them, their Tq × Tk scores and weights are only work and memory. After
 ``fuse`` has absorbed the transposes into the matmuls, a site reads
 
-  forward    s = matmul(q, k, transpose_b)    z = mul(s, c)    p = softmax(z[, mask], causal)
+  forward    s = matmul(q, k, transpose_b)    z = mul(s, c)   [z = add(z, bias)]   p = softmax(z[, mask], causal)
              o = matmul(p, v)
   backward   dv = matmul(p, g, transpose_a)   dp = matmul(g, v, transpose_b)   dz = softmax_grad(dp, p)
-             ds = mul(dz, c)   dq = matmul(ds, k)   dkᵀ = matmul(q, ds, transpose_a)
+             ds = mul(dz, c)   dq = matmul(ds, k)   dkᵀ = matmul(q, ds, transpose_a)   [dz read for the bias]
 
 for the gradient g of o, and becomes
 
-  o = attention(q, k, v[, mask], causal, scale=c)     grads = attention_grad(g, o, q, k, v[, mask], ...)
-  dq, dk, dv = the three parts of grads                dkᵀ = transpose(dk)
+  o = attention(q, k, v[, mask][, bias], causal, scale=c)   grads = attention_grad(g, o, q, k, v[, mask][, bias], ...)
+  dq, dk, dv = the three parts of grads                      dkᵀ = transpose(dk)
+  dz = attention_bias_grad(g, o, q, k, v[, mask], bias, ...) where the bias's gradient reads it
 
-A site is fused only when nothing else reads s, z, p, dp, dz or ds (an attention map made an output keeps
-the composed graph), c is a positive scalar constant, q, k and v share their batch shape, and the fused
-gradient can hold Tq and Tk (``prims.attention.packable``). Without a backward, only the forward is
-fused; parts of the backward that are not there (no dv for constant values) are not made.
+A site is fused only when nothing else reads s, z, p, dp or ds (an attention map made an output keeps the
+composed graph), c is a positive scalar constant, a bias is float and does not widen the scores, q, k and
+v share their batch shape, and, when there is a backward, the fused gradient can hold Tq and Tk
+(``prims.attention.packable``; the forward alone takes any lengths, as in a cached decoding step). Without
+a backward, only the forward is fused; parts of the backward that are not there (no dv for constant values,
+no bias gradient for a constant bias) are not made.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..graph import Graph, Node
 from ..primitive import lookup
-from ..prims.attention import gradient_parts, packable
+from ..prims.attention import extras, gradient_parts, packable
 from .rewrite import rewrite
 
 
@@ -35,13 +40,13 @@ class Site:
     q: Node
     k: Node
     v: Node
-    mask: tuple[Node, ...]
+    mask: tuple[Node, ...]                      # the mask, then the bias: each there or not
     causal: bool
     scale: float
     output: Node
-    inner: tuple[Node, ...]                     # the nodes fusion removes
+    inner: tuple[Node, ...]                     # the nodes fusion removes, the forward's first
     g: Node | None = None                       # the output's gradient, when there is a backward
-    gradients: dict[Node, int] = field(default_factory=dict)    # replaced node → part (0 dq, 1 dkᵀ, 2 dv)
+    gradients: dict[Node, int] = field(default_factory=dict)    # replaced node → part (0 dq, 1 dkᵀ, 2 dv, 3 dz)
     fused: list = field(default_factory=list)   # the new output node, then the new attention_grad node
 
 
@@ -69,8 +74,11 @@ def fuse_attention(graph: Graph) -> Graph:
         if node is site.output:
             output = copy(node, operands, op="attention", attrs=attrs)
             site.fused.append(output)
-            env.update({n: output for n in site.inner[:3]})     # it stands for the scores and weights too
+            weights = site.inner.index(node.inputs[0])
+            env.update({n: output for n in site.inner[:weights + 1]})    # it stands for the scores and weights too
             return output
+        if site.gradients[node] == 3:
+            return copy(node, (env[site.g], site.fused[0], *operands), op="attention_bias_grad", attrs=attrs)
         if len(site.fused) == 1:
             inputs = (env[site.g], site.fused[0], *operands)
             shape, dtype = lookup("attention_grad").infer(*inputs, **attrs)
@@ -100,7 +108,9 @@ def _match(output: Node, users: dict) -> Site | None:
     if output.op != "matmul" or _flags(output) != (False, False) or output.inputs[0].op != "softmax":
         return None
     p, v = output.inputs
-    z, *mask = p.inputs
+    logits, *mask = p.inputs
+    z, bias = _biased(logits)
+    mask += [] if bias is None else [bias]
     if z.op != "mul":
         return None
     s, c = z.inputs if _scalar(z.inputs[1]) is not None else z.inputs[::-1]
@@ -108,28 +118,41 @@ def _match(output: Node, users: dict) -> Site | None:
     if scale is None or not scale > 0 or s.op != "matmul" or _flags(s) != (False, True):
         return None
     q, k = s.inputs
-    if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]) or not packable(q.shape[-2], k.shape[-2]) \
-            or s.shape != z.shape or users[s] != [z] or users[z] != [p]:
+    if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]) or s.shape != z.shape or users[s] != [z] \
+            or users[z] != [logits if bias is not None else p] or users[logits] != [p]:
         return None
-    site = Site(q, k, v, tuple(mask), p.attrs["causal"], scale, output, (s, z, p))
+    site = Site(q, k, v, tuple(mask), p.attrs["causal"], scale, output, tuple(dict.fromkeys((s, z, logits, p))))
     backward = [n for n in users[p] if n is not output]
-    return site if not backward or _match_backward(site, backward, users) else None
+    return site if not backward or packable(q.shape[-2], k.shape[-2]) and _match_backward(site, backward, users) \
+        else None
+
+
+def _biased(logits: Node) -> tuple[Node, Node | None]:
+    """(scaled scores, bias) when the softmax reads logits = add(scaled scores, bias) with a float bias that
+    does not widen the scores; else (logits, None)."""
+    if logits.op != "add":
+        return logits, None
+    a, b = logits.inputs
+    scores, bias = (a, b) if a.op == "mul" else (b, a)
+    if scores.op != "mul" or scores.shape != logits.shape or not np.issubdtype(bias.dtype, np.floating):
+        return logits, None
+    return scores, bias
 
 
 def _match_backward(site: Site, users_of_p: list, users: dict) -> bool:
     """Complete ``site`` with its backward; False when the backward is not the pattern's."""
-    p = site.inner[2]
+    p = site.output.inputs[0]
     grads = [n for n in users_of_p if n.op == "softmax_grad"]
     if len(grads) != 1 or grads[0].inputs[1] is not p or len(grads[0].inputs) != 2:
         return False
     dz = grads[0]
     dp = dz.inputs[0]
-    if dp.op != "matmul" or _flags(dp) != (False, True) or dp.inputs[1] is not site.v or users[dp] != [dz] \
-            or len(users[dz]) != 1:
+    if dp.op != "matmul" or _flags(dp) != (False, True) or dp.inputs[1] is not site.v or users[dp] != [dz]:
         return False
-    site.g, ds = dp.inputs[0], users[dz][0]
-    if ds.op != "mul" or ds.inputs[0] is not dz or _scalar(ds.inputs[1]) != site.scale:
+    scaled = [n for n in users[dz] if n.op == "mul" and n.inputs[0] is dz and _scalar(n.inputs[1]) == site.scale]
+    if len(scaled) != 1 or len(users[dz]) > 1 and extras(site.mask)[1] is None:
         return False
+    site.g, ds = dp.inputs[0], scaled[0]
     for n in users_of_p:
         if n is not dz:
             if n.op != "matmul" or _flags(n) != (True, False) or n.inputs != (p, site.g):
@@ -142,5 +165,9 @@ def _match_backward(site: Site, users_of_p: list, users: dict) -> bool:
             site.gradients[n] = 1
         else:
             return False
-    site.inner += (dp, dz, ds)
+    if len(users[dz]) > 1:
+        site.gradients[dz] = 3                  # the bias's gradient reads it
+        site.inner += (dp, ds)
+    else:
+        site.inner += (dp, dz, ds)
     return True
