@@ -16,6 +16,8 @@ from .core.functional import (abs, arange, astype, broadcast_to, clip, concat, c
                               scaled_dot_product_attention, sigmoid, silu, sin, softmax, split, sqrt, stop_gradient,
                               sum, swapaxes, take, tanh, transpose, where, zeros_like)
 from .core.functional import add, div, mul, pow, sub
+from .core.functional import (argmax, argmin, cumsum, flatten, nll_loss, one_hot, sort, squeeze, stack, std, topk,
+                              tril, triu, unsqueeze, var)
 from .core.functional import avg_pool1d, avg_pool2d, conv1d, conv2d, max_pool1d, max_pool2d
 from .errors import (AttnGraphError, BindingError, CheckpointError, DataError, DeviceError, DTypeError,
                      NonFiniteError, ShapeError, TracingError)

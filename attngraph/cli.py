@@ -248,7 +248,12 @@ def _programs() -> list:
         h = ag.conv2d(ag.reshape(x, (2, 3, 2, 2)), ag.reshape(y, (2, 3, 2, 2)), padding=1)
         return ag.sum(ag.max_pool2d(h, 2, 1) * ag.avg_pool2d(h, 2, 1))
 
-    return [elementwise, shapes, normalization, attention, convolution]
+    def ordering(x, y, tokens, table):
+        top, at = ag.topk(x, 2)
+        h = ag.sort(y, axis=1, descending=True)[0] + ag.cumsum(x, 1) + ag.argmax(y, -1, keepdims=True).astype(x.dtype)
+        return ag.sum(top * at.astype(x.dtype)) + ag.sum(h * y) + ag.sum(ag.argmin(x, 0).astype(x.dtype))
+
+    return [elementwise, shapes, normalization, attention, convolution, ordering]
 
 
 def _exercise(program, dtype: np.dtype):

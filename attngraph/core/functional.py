@@ -146,6 +146,96 @@ def logsumexp(x, axis=None, keepdims: bool = False):
     return emit("logsumexp", x, axes=_axes(x, axis), keepdims=keepdims)
 
 
+def var(x, axis=None, correction: int = 1, keepdims: bool = False):
+    """Σ(x − mean x)² / (n − ``correction``) over ``axis``, n the number of elements reduced: the unbiased
+    variance by default, the biased one with ``correction=0`` (as torch.var); inf or NaN when n ≤ correction.
+    Floating-point tensors only."""
+    axes = _axes(x, axis)
+    if isinstance(correction, bool) or not isinstance(correction, (int, float)):
+        raise DTypeError(f"correction must be a number, not {type(correction).__name__} (at {user_source()})")
+    deviation = x - mean(x, axes, keepdims=True)
+    count = emit("size", x, axes=axes, dtype=as_node(x).dtype)
+    return sum(deviation * deviation, axes, keepdims) / (count - correction)
+
+
+def std(x, axis=None, correction: int = 1, keepdims: bool = False):
+    """√var(x, axis, correction) (as torch.std)."""
+    return sqrt(var(x, axis, correction, keepdims))
+
+
+def argmax(x, axis=None, keepdims: bool = False):
+    """The int64 index of the first largest element along ``axis`` (of the flattened tensor when None), NaN
+    counting as the largest (as torch.argmax); no value over an axis of size 0."""
+    return _along_last("argmax", x, axis, keepdims)
+
+
+def argmin(x, axis=None, keepdims: bool = False):
+    """The int64 index of the first smallest element along ``axis`` (of the flattened tensor when None), NaN
+    counting as the smallest (as torch.argmin); no value over an axis of size 0."""
+    return _along_last("argmin", x, axis, keepdims)
+
+
+def _along_last(op, x, axis, keepdims):
+    """``op``, a reduction over the last axis, over ``axis`` (over every element when None; the size-1 axes
+    kept with ``keepdims``)."""
+    ndim = len(as_node(x).shape)
+    if axis is None or not ndim:
+        out = emit(op, reshape(x, (-1,)))
+        return reshape(out, (1,) * ndim) if keepdims else out
+    axis = _axis(x, axis)
+    out = emit(op, moveaxis(x, axis, ndim - 1))
+    return expand_dims(out, axis) if keepdims else out
+
+
+def cumsum(x, axis: int):
+    """Running sums along ``axis``: out[..., j, ...] = Σ_{i ≤ j} x[..., i, ...] (as torch.cumsum). Floats keep
+    their dtype, bool and integers give int64. The gradient is the running sum of the gradient taken from the
+    end."""
+    ndim = len(as_node(x).shape)
+    if not ndim:
+        return reshape(cumsum(reshape(x, (1,)), 0), ())
+    axis = _axis(x, axis)
+    return moveaxis(emit("cumsum", moveaxis(x, axis, ndim - 1), reverse=False), ndim - 1, axis)
+
+
+def sort(x, axis: int = -1, descending: bool = False):
+    """(values, int64 indices) of ``x`` sorted along ``axis``, stably: equal elements keep their order, in
+    both directions (as torch.sort(stable=True)); NaN sorts as the largest. Only the values have a gradient,
+    sent back to the positions they came from."""
+    return _sorted(x, axis, None, bool(descending))
+
+
+def topk(x, k: int, axis: int = -1, largest: bool = True):
+    """(values, int64 indices) of the ``k`` largest (``largest=False``: smallest) elements along ``axis``, in
+    sorted order, NaN as the largest; equal elements come in index order (as ONNX's TopK; torch.topk leaves the
+    order of ties unspecified). The values' gradient goes back to the chosen positions, 0 elsewhere."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+        raise ShapeError(f"k must be an int >= 0, got {k!r} (at {user_source()})")
+    return _sorted(x, axis, int(k), bool(largest))
+
+
+def _sorted(x, axis, k, descending):
+    """The first ``k`` (None: all) of the stably sorted values along ``axis`` and their indices: ``argsort``
+    on the last axis, and the values gathered through its indices (see core/prims/sort.py)."""
+    _not_scalar("sort", x)
+    ndim = len(as_node(x).shape)
+    axis, last = _axis(x, axis), ndim - 1
+    x = moveaxis(x, axis, last)
+    indices = emit("argsort", x, k=k, descending=descending)
+    return moveaxis(_take_along_last(x, indices), last, axis), moveaxis(indices, last, axis)
+
+
+def _take_along_last(x, indices):
+    """out[..., j] = x[..., indices[..., j]] for ``indices`` (..., k) in range and ``x`` (..., n) of the same
+    leading axes (np.take_along_axis on the last axis): a gather from x's elements taken as one column, at
+    each index plus its row's offset (row · n). Its gradient scatter-adds back to the gathered elements."""
+    shape, k = as_node(x).shape, as_node(indices).shape[-1]
+    flat = reshape(indices, (multiply(*shape[:-1]), k))
+    offsets = arange(flat, 0) * emit("size", x, axes=(len(shape) - 1,), dtype=as_node(indices).dtype)
+    picked = emit("gather", reshape(x, (-1, 1)), flat + expand_dims(offsets, 1))
+    return reshape(picked, as_node(indices).shape)
+
+
 def reshape(x, shape: Sequence):
     """Reshape; one entry may be -1. Symbolic shapes flatten to products (``("B", "T", 8) -> ("B*T", 8)``)."""
     shape = tuple(shape)
@@ -184,6 +274,9 @@ def expand_dims(x, axis: int):
     shape = list(as_node(x).shape)
     shape.insert(_axis(x, axis, insert=True), 1)
     return reshape(x, shape)
+
+
+unsqueeze = expand_dims     # torch's name
 
 
 def _not_scalar(op: str, x) -> None:
@@ -228,6 +321,76 @@ def split(x, split_size_or_sections, axis: int = -1) -> list:
             raise ShapeError(f"split sizes {sizes} must be non-negative and add up to {dim} (at {user_source()})")
     starts = np.cumsum([0] + sizes)
     return [index(x, (slice(None),) * axis + (slice(int(a), int(b)),)) for a, b in zip(starts, starts[1:])]
+
+
+def stack(xs: Sequence, axis: int = 0):
+    """Join tensors of one shape along a new ``axis`` (``torch.stack``)."""
+    xs = list(xs)
+    if not xs:
+        raise ShapeError(f"stack needs at least one tensor (at {user_source()})")
+    shapes = {as_node(x).shape for x in xs}
+    if len(shapes) > 1:
+        raise ShapeError(f"stack takes tensors of one shape, got {', '.join(map(format_shape, shapes))} "
+                         f"(at {user_source()})")
+    axis = _axis(xs[0], axis, insert=True)
+    return concat([expand_dims(x, axis) for x in xs], axis)
+
+
+def squeeze(x, axis=None):
+    """``x`` without its axes of size 1: all of them when ``axis`` is None, else those among ``axis`` (an int or
+    a tuple); a named axis of another size stays, as in torch.squeeze."""
+    shape = as_node(x).shape
+    axes = _axes(x, axis)
+    return reshape(x, [d for i, d in enumerate(shape) if not (i in axes and d == 1)])
+
+
+def flatten(x, start: int = 0, end: int = -1):
+    """``x`` with axes ``start`` to ``end`` (both included) merged into one (``torch.flatten``); a 0-d tensor
+    becomes one element."""
+    shape = as_node(x).shape
+    if not shape:
+        return reshape(x, (1,))
+    start, end = _axis(x, start), _axis(x, end)
+    if start > end:
+        raise ShapeError(f"flatten's start axis {start} comes after its end axis {end} (at {user_source()})")
+    return reshape(x, shape[:start] + (multiply(*shape[start:end + 1]),) + shape[end + 1:])
+
+
+def one_hot(indices, classes: int):
+    """int64 (..., classes): 1 at each index, 0 elsewhere (``torch.nn.functional.one_hot``). An index outside
+    [0, classes) raises BindingError when the graph runs, as torch raises."""
+    if isinstance(classes, bool) or not isinstance(classes, (int, np.integer)) or classes < 1:
+        raise ShapeError(f"classes must be a positive int, got {classes!r} (at {user_source()})")
+    return _one_hot(indices, int(classes), np.int64)
+
+
+def _one_hot(indices, classes: int, dtype):
+    """The rows of the ``classes`` × ``classes`` identity of ``dtype`` at ``indices``: the gather checks them."""
+    if as_node(indices).dtype.kind not in "iu":
+        raise DTypeError(f"one-hot indices must be integers, not {as_node(indices).dtype} (at {user_source()})")
+    return emit("gather", np.eye(classes, dtype=dtype), indices)
+
+
+def tril(x, k: int = 0):
+    """``x`` with the elements above the ``k``-th diagonal of its last two axes zeroed: kept where
+    column − row ≤ k (``torch.tril``)."""
+    return _triangle(x, k, lower=True)
+
+
+def triu(x, k: int = 0):
+    """``x`` with the elements below the ``k``-th diagonal of its last two axes zeroed: kept where
+    column − row ≥ k (``torch.triu``)."""
+    return _triangle(x, k, lower=False)
+
+
+def _triangle(x, k, lower: bool):
+    if len(as_node(x).shape) < 2:
+        raise ShapeError(f"{'tril' if lower else 'triu'} takes a tensor of at least two axes, got "
+                         f"{format_shape(as_node(x).shape)} (at {user_source()})")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise ShapeError(f"the diagonal k must be an int, got {k!r} (at {user_source()})")
+    offset = arange(x, -1) - expand_dims(arange(x, -2), 1)
+    return where(offset <= int(k) if lower else offset >= int(k), x, zeros_like(x))
 
 
 def index(x, key):
@@ -381,10 +544,48 @@ def layer_norm(x, weight=None, bias=None, eps: float = 1e-5):
     return emit("layer_norm", x, weight, bias, eps=float(eps))
 
 
-def cross_entropy(logits, targets, ignore_index: int | None = None):
-    """Mean over the targets not equal to ``ignore_index`` of −log softmax(logits)[target]; 0 when every
-    target is ignored. ``logits`` is (..., C), ``targets`` the integer classes of shape (...)."""
-    return emit("cross_entropy", logits, targets, ignore_index=ignore_index)
+def cross_entropy(logits, targets, ignore_index: int | None = None, label_smoothing: float = 0.0):
+    """Mean over the targets not equal to ``ignore_index`` of the cross-entropy between softmax(logits) and
+    the target distribution: 1 − ε on the target class plus ε/C on each of the C classes (``label_smoothing`` ε,
+    Szegedy et al. 2016), that is (1 − ε)·(−log p[target]) + ε·mean_c(−log p[c]), as torch; 0 when every target
+    is ignored. ``logits`` is (..., C), ``targets`` the integer classes of shape (...). The ε term is composed
+    from log_softmax beside the fused cross-entropy kernel."""
+    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float)) \
+            or not 0 <= label_smoothing <= 1:
+        raise ShapeError(f"label_smoothing must be a number in [0, 1], got {label_smoothing!r} (at {user_source()})")
+    loss = emit("cross_entropy", logits, targets, ignore_index=ignore_index)
+    if not label_smoothing:
+        return loss
+    uniform = -mean(log_softmax(logits), -1)
+    kept = None if ignore_index is None else not_equal(targets, ignore_index)
+    return (1 - label_smoothing) * loss + label_smoothing * _mean_kept(uniform, kept)
+
+
+def nll_loss(log_probs, targets, ignore_index: int = -100, reduction: str = "mean"):
+    """−log_probs[..., target] for each target that is not ``ignore_index`` (0 for those that are), with the
+    classes on the last axis of ``log_probs`` (..., C) as in ``cross_entropy`` (torch.nn.functional.nll_loss
+    has them on axis 1: ``moveaxis`` them last). ``reduction`` "none" gives these losses, "sum" their sum, and
+    "mean" their mean over the targets not ignored, which is 0 when all are ignored (torch gives NaN there, 0/0:
+    a batch without a target then poisons training; this is cross_entropy's convention). A target outside
+    [0, C) that is not ignored raises BindingError when the graph runs, as torch raises."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ShapeError(f"reduction must be 'mean', 'sum' or 'none', not {reduction!r} (at {user_source()})")
+    shape, target_shape = as_node(log_probs).shape, as_node(targets).shape
+    if not shape or target_shape != shape[:-1] or isinstance(shape[-1], str):
+        raise ShapeError(f"nll_loss takes log-probabilities (..., C), C concrete, and targets of their shape without "
+                         f"C, got {format_shape(shape)} and {format_shape(target_shape)} (at {user_source()})")
+    kept = not_equal(targets, ignore_index)
+    chosen = logical_and(_one_hot(where(kept, targets, 0), shape[-1], bool), expand_dims(kept, -1))
+    losses = sum(where(chosen, -log_probs, zeros_like(log_probs)), -1)
+    return losses if reduction == "none" else sum(losses) if reduction == "sum" else _mean_kept(losses, kept)
+
+
+def _mean_kept(values, kept):
+    """The mean of ``values`` where ``kept`` is True (everywhere when None); 0 when nothing is kept."""
+    if kept is None:
+        return mean(values)
+    dtype = as_node(values).dtype
+    return sum(where(kept, values, zeros_like(values))) / maximum(sum(kept.astype(dtype)), 1.0)
 
 
 def dropout(x, p: float, training: bool = True):

@@ -12,7 +12,8 @@ What is written:
 - one ONNX node (or a short chain) per primitive, each named ``scope/op/n17`` with the user's source line as
   its doc string. Fused primitives are written out in standard ops: the compiler's ``fused`` elementwise nodes
   op by op (``core.passes.unfuse``), flash ``attention`` as MatMul, Softmax and its masks, ``gelu`` from Erf or
-  Tanh, ``cross_entropy`` as SoftmaxCrossEntropyLoss; matmul's transpose flags become Transpose nodes;
+  Tanh, ``cross_entropy`` as SoftmaxCrossEntropyLoss, ``argsort`` (sort, topk) as TopK's indices; matmul's
+  transpose flags become Transpose nodes;
 - the outputs under the graph's output names.
 
 The export is for inference, as ``torch.onnx.export`` in eval mode: ``dropout`` is the identity. Semantics are
@@ -125,11 +126,14 @@ class _Builder:
 
     def op(self, op_type: str, *inputs: str, out: str | None = None, **attrs) -> str:
         """Append ONNX node ``op_type`` reading ``inputs`` for the current attngraph node; its one output's name."""
-        out = out or self.fresh(self.node.label)
+        return self.op_outputs(op_type, *inputs, outs=[out or self.fresh(self.node.label)], **attrs)[0]
+
+    def op_outputs(self, op_type: str, *inputs: str, outs: list[str], **attrs) -> list[str]:
+        """``op`` for an ONNX op with several outputs (TopK's values and indices), named ``outs``."""
         name = self.fresh(f"{self.node.scope}/{self.node.op}/{self.node.label}/{op_type}")
-        self.nodes.append(self.onnx.helper.make_node(op_type, list(inputs), [out], name=name,
+        self.nodes.append(self.onnx.helper.make_node(op_type, list(inputs), outs, name=name,
                                                      doc_string=self.node.source, **attrs))
-        return out
+        return outs
 
     def constant(self, value, name: str | None = None) -> str:
         name = name or self.fresh(f"{self.node.label}/constant")
@@ -322,6 +326,34 @@ def _cross_entropy(b, node, logits, targets, ignore_index):
     return b.op("Div", total, b.op("Max", b.op("ReduceSum", kept, keepdims=0), b.scalar(1, node.dtype)))
 
 
+def _arg_extreme(op_type: str) -> Callable:
+    """ArgMax or ArgMin over the last axis, but the first NaN of a row that holds one, as attngraph's and torch's
+    (onnxruntime's skip NaN); booleans as int32."""
+    def convert(b, node, x):
+        dtype = node.inputs[0].dtype
+        found = b.op(op_type, b.cast(x, np.int32) if dtype == np.bool_ else x, axis=-1, keepdims=0)
+        if dtype.kind != "f":
+            return found
+        nan = b.cast(b.op("IsNaN", x), np.int32)
+        any_nan = b.cast(b.op("ReduceMax", nan, b.ints([-1]), keepdims=0), np.bool_)
+        return b.op("Where", any_nan, b.op("ArgMax", nan, axis=-1, keepdims=0), found)
+    return convert
+
+
+def _argsort(b, node, x, k, descending):
+    """The indices output of TopK, which orders equal elements by index as the stable sort does."""
+    count = b.dim(node.inputs[0].shape[-1]) if k is None else b.ints([k])
+    values = b.fresh(f"{node.label}/values")
+    return b.op_outputs("TopK", x, count, outs=[values, b.fresh(node.label)], largest=int(descending))[1]
+
+
+def _cumsum(b, node, x, reverse):
+    """CumSum over the last axis, bool and integers summed in int64."""
+    if node.inputs[0].dtype != node.dtype:
+        x = b.cast(x, node.dtype)
+    return b.op("CumSum", x, b.scalar(-1, np.int64), reverse=int(reverse))
+
+
 def _relative_distance(b, node, q, k, max_distance):
     """clip(j − i, −max_distance, max_distance) + max_distance."""
     qn, kn = node.inputs
@@ -359,6 +391,10 @@ CONVERTERS: dict[str, Callable] = {
     "arange": lambda b, node, x, axis: b.op("Range", b.scalar(0, np.int64), b.length(node.shape[0]),
                                             b.scalar(1, np.int64)),
     "relative_distance": _relative_distance,
+    "argmax": _arg_extreme("ArgMax"),
+    "argmin": _arg_extreme("ArgMin"),
+    "argsort": _argsort,
+    "cumsum": _cumsum,
     "softmax": _softmax("Softmax"),
     "log_softmax": _softmax("LogSoftmax"),
     "layer_norm": lambda b, node, x, weight, bias, eps: b.op("LayerNormalization", x, weight, bias, axis=-1,

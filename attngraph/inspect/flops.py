@@ -21,6 +21,8 @@ counts 2. Per op:
 - ``conv2d`` (B, C, H, W) by (O, C, kh, kw): 2·C·kh·kw per output element; ``conv2d_input_grad
   conv2d_weight_grad``: as many per element of their output gradient g. ``max_pool2d avg_pool2d``: kh·kw per
   output element; ``avg_pool2d_grad``: kh·kw per element of g, ``max_pool2d_grad``: 1.
+- ``argmax argmin``: 1 per input element (a comparison); ``argsort``: n·⌈log₂ n⌉ per row of n elements (a merge
+  sort's comparisons); ``cumsum``: 1 per element.
 - ``fused`` (the fusion pass's generated kernels): the sum of the counts of the ops it runs.
 - 0, for data movement and integer work: ``reshape transpose broadcast_to getitem scatter_slice concat
   gather astype stop_gradient size arange relative_distance logical_and logical_or logical_not``.

@@ -1,7 +1,7 @@
 """Modules and layers."""
 from . import init
 from .conv import AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
-from .layers import MLP, Activation, Dropout, Embedding, LayerNorm, Linear, ModuleList, RMSNorm, Sequential
+from .layers import MLP, Activation, Dropout, Embedding, LayerNorm, Linear, ModuleList, RMSNorm, Sequential, SwiGLU
 from .mix import ScalarMix
 from .module import Module
 from ..core.parameter import Parameter

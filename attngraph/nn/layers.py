@@ -1,4 +1,5 @@
-"""The basic layers: Linear, Embedding, LayerNorm, Dropout, and the containers Sequential, ModuleList, MLP."""
+"""The basic layers: Linear, Embedding, LayerNorm, Dropout, and the containers Sequential, ModuleList, MLP and the
+gated feed-forward SwiGLU."""
 from __future__ import annotations
 
 import math
@@ -162,3 +163,20 @@ class MLP(Sequential):
                 if dropout:
                     layers.append(Dropout(dropout))
         super().__init__(*layers)
+
+
+class SwiGLU(Module):
+    """The gated feed-forward layer of Shazeer 2020 (GLU Variants Improve Transformer): (silu(x W) ∘ x V) W₂,
+    with W and V (in_features, hidden) and W₂ (hidden, out_features; default in_features). As in the paper (and
+    LLaMA), its three Linear layers (``gate`` W, ``up`` V, ``down`` W₂) have no bias unless ``bias=True``."""
+
+    def __init__(self, in_features: int, hidden: int, out_features: int | None = None, bias: bool = False,
+                 dtype="float32", rng=None):
+        super().__init__()
+        out_features = in_features if out_features is None else out_features
+        self.gate = Linear(in_features, hidden, bias, dtype, rng)
+        self.up = Linear(in_features, hidden, bias, dtype, rng)
+        self.down = Linear(hidden, out_features, bias, dtype, rng)
+
+    def forward(self, x):
+        return self.down(F.silu(self.gate(x)) * self.up(x))

@@ -16,6 +16,7 @@ FAMILIES = {
                                   "layer_norm_params_grad")),
     "loss": ("#fcbba1", "cross_entropy cross_entropy_grad"),
     "reduction": ("#dadaeb", "sum max min logsumexp size"),
+    "ordering & scans": ("#e7d4e8", "argmax argmin argsort cumsum"),
     "random": ("#d0ece7", "dropout"),
     "arithmetic": ("#f0f0f0", "add sub mul div neg pow maximum minimum where abs clip"),
     "fused elementwise": ("#fff7bc", "fused"),

@@ -6,7 +6,7 @@ attngraph's executor attaches them to the primitives (``add_kernel(name, "cuda",
 has no CUDA kernel: compiling a graph that uses it for "cuda" raises DeviceError naming it.
 """
 from ops.cpu.attention import kernel_args
-from ops.cuda import attention, embedding, fused, gelu, movement, positions
+from ops.cuda import attention, embedding, fused, gelu, movement, positions, scan, sort
 from ops.cuda import cross_entropy as xent
 from ops.cuda import dropout as drop
 from ops.cuda import elementwise as ew
@@ -42,6 +42,10 @@ KERNELS = {
     "max": red.max,
     "min": red.min,
     "logsumexp": red.logsumexp,
+    "argmax": lambda x: sort.arg_extreme(x, True),
+    "argmin": lambda x: sort.arg_extreme(x, False),
+    "argsort": sort.argsort,
+    "cumsum": scan.cumsum,
     "size": positions.size,
     "arange": positions.arange,
     "relative_distance": positions.relative_distance,
