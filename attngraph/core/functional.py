@@ -179,10 +179,10 @@ def _along_last(op, x, axis, keepdims):
     """``op``, a reduction over the last axis, over ``axis`` (over every element when None; the size-1 axes
     kept with ``keepdims``)."""
     ndim = len(as_node(x).shape)
+    axis = None if axis is None else _axis(x, axis)
     if axis is None or not ndim:
         out = emit(op, reshape(x, (-1,)))
         return reshape(out, (1,) * ndim) if keepdims else out
-    axis = _axis(x, axis)
     out = emit(op, moveaxis(x, axis, ndim - 1))
     return expand_dims(out, axis) if keepdims else out
 
@@ -191,10 +191,9 @@ def cumsum(x, axis: int):
     """Running sums along ``axis``: out[..., j, ...] = Σ_{i ≤ j} x[..., i, ...] (as torch.cumsum). Floats keep
     their dtype, bool and integers give int64. The gradient is the running sum of the gradient taken from the
     end."""
-    ndim = len(as_node(x).shape)
+    ndim, axis = len(as_node(x).shape), _axis(x, axis)
     if not ndim:
         return reshape(cumsum(reshape(x, (1,)), 0), ())
-    axis = _axis(x, axis)
     return moveaxis(emit("cumsum", moveaxis(x, axis, ndim - 1), reverse=False), ndim - 1, axis)
 
 

@@ -57,7 +57,7 @@ def test_symbolic_lengths_take_any_size(rng):
         np.testing.assert_allclose(graph.compile()(x=x), np.cumsum(x, 1), rtol=1e-6)
 
 
-@pytest.mark.parametrize("axis", [2, -3, 1.0, None])
-def test_a_bad_axis_raises_a_shape_error(axis):
+@pytest.mark.parametrize("shape, axis", [((3, 5), 2), ((3, 5), -3), ((3, 5), 1.0), ((3, 5), None), ((), 1)])
+def test_a_bad_axis_raises_a_shape_error(shape, axis):
     with pytest.raises(ShapeError, match="out of range"):
-        ag.trace(lambda x: ag.cumsum(x, axis), x=ag.Input((3, 5)))
+        ag.trace(lambda x: ag.cumsum(x, axis), x=ag.Input(shape))

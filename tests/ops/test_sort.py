@@ -107,6 +107,7 @@ def test_indices_are_not_differentiable_and_integer_outputs_stop_the_gradient(rn
     (lambda x: ag.sort(ag.sum(x)), "at least one dimension"),
     (lambda x: ag.argmax(x[:, :0], 1), "axis of size 0"),
     (lambda x: ag.argmin(x, 3), "axis 3 is out of range"),
+    (lambda x: ag.argmax(ag.sum(x), 1), "axis 1 is out of range"),
 ])
 def test_bad_arguments_raise_shape_errors_while_tracing(build, message):
     with pytest.raises(ShapeError, match=message):
