@@ -149,3 +149,25 @@ def test_a_float_mask_or_a_boolean_bias_is_refused():
         ag.trace(lambda q, b: ag.scaled_dot_product_attention(q, q, q, bias=b), q=q, b=ag.Input((3, 3), "bool"))
     with pytest.raises(ag.errors.ShapeError, match="bias"):
         ag.trace(lambda q, b: ag.scaled_dot_product_attention(q, q, q, bias=b), q=q, b=ag.Input((4, 3)))
+
+
+def test_biased_alibi_and_grouped_query_attention_export_to_onnx():
+    onnx, ort = pytest.importorskip("onnx"), pytest.importorskip("onnxruntime")
+    from attngraph.export import to_onnx
+
+    mha = MultiHeadAttention(8, 4, kv_heads=2, alibi=True, rng=np.random.default_rng(5))
+
+    def f(x, bias):
+        return mha(x, x, x, causal=True), ag.scaled_dot_product_attention(x, x, x, bias=bias)
+
+    graph = ag.trace(f, x=ag.Input(("B", "T", 8)), bias=ag.Input(("T", "T")))
+    assert "attention" in {n.op for n in graph.nodes}
+    rng = np.random.default_rng(6)
+    for b, t in [(2, 5), (1, 3)]:
+        feeds = {"x": rng.standard_normal((b, t, 8)).astype(np.float32),
+                 "bias": rng.standard_normal((t, t)).astype(np.float32)}
+        model = to_onnx(graph)
+        onnx.checker.check_model(model, full_check=True)
+        got = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+        for g, w in zip(got, graph.compile()(**feeds)):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
