@@ -151,7 +151,8 @@ register(ModelSpec(
     inputs=lambda model: dict(tokens=Input(("B", "T"), "int64")),
     batch=batch,
     loss=lambda model, tokens, targets: F.cross_entropy(model(tokens), targets),
-    defaults=dict(vocab=32, d_model=64, heads=4, layers=2, d_ff=256, max_length=128, dropout=0.1, tie_weights=True),
+    defaults=dict(vocab=32, d_model=64, heads=4, layers=2, d_ff=256, max_length=128, dropout=0.1, tie_weights=True,
+                  positions="learned", kv_heads=None),
     tiny=dict(vocab=12, d_model=16, heads=2, layers=1, d_ff=32, max_length=16, dropout=0.0),
     description="GPT-style decoder-only language model (Radford et al. 2019) on counting sequences",
 ))

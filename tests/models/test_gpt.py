@@ -49,3 +49,23 @@ def test_sampling_follows_the_tempered_softmax_over_the_top_k(rng):
     draws = sample(logits, rng, temperature=0.5, top_k=3)
     kept = np.array([0.2, 0.3, 0.4]) ** 2                                     # p^(1/T), renormalized
     np.testing.assert_allclose(np.bincount(draws, minlength=4) / len(draws), [0, *kept / kept.sum()], atol=0.01)
+
+
+def test_alibi_replaces_the_position_table_and_stays_causal():
+    model = models.get("gpt", tiny=True, positions="alibi")
+    assert model.positions is None and not any("positions" in name for name, _ in model.named_parameters())
+    logits_of = ag.trace(model, tokens=ag.Input(("B", "T"), "int64")).compile()
+    tokens = np.array([[4, 5, 6, 7, 8]])
+    changed = tokens.copy()
+    changed[0, 2] = 9
+    before, after = logits_of(tokens=tokens), logits_of(tokens=changed)
+    np.testing.assert_array_equal(before[:, :2], after[:, :2])
+    assert not np.allclose(before[:, 2:], after[:, 2:])
+
+
+def test_grouped_query_gpt_shares_keys_and_values_between_heads():
+    model = models.get("gpt", tiny=True, heads=4, kv_heads=2)
+    attention = model.transformer.layers[0].self_attn
+    assert (attention.heads, attention.kv_heads) == (4, 2)
+    assert attention.w_k.weight.shape == attention.w_v.weight.shape == (16, 8)      # 2 heads of 16 / 4
+    assert model.generate(np.array([3, 4]), 3, temperature=0).shape == (5,)
