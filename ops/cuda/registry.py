@@ -7,6 +7,7 @@ has no CUDA kernel: compiling a graph that uses it for "cuda" raises DeviceError
 """
 from ops.cpu.attention import kernel_args
 from ops.cuda import attention, embedding, fused, gelu, movement, positions, scan, sort
+from ops.cuda import conv as cv
 from ops.cuda import cross_entropy as xent
 from ops.cuda import dropout as drop
 from ops.cuda import elementwise as ew
@@ -25,6 +26,8 @@ def _biased(x, bias):
 _ELEMENTWISE = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "exp", "log", "sqrt", "tanh", "sigmoid",
                 "relu", "erf", "abs", "sin", "cos", "rsqrt", "silu", "clip", "where", "equal", "not_equal", "less",
                 "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_not", "astype")
+_CONV = ("conv2d", "conv2d_input_grad", "conv2d_weight_grad", "max_pool2d", "max_pool2d_grad", "avg_pool2d",
+         "avg_pool2d_grad")
 _MOVEMENT = ("reshape", "transpose", "broadcast_to", "getitem", "scatter_slice", "concat", "stop_gradient")
 
 KERNELS = {
@@ -61,6 +64,7 @@ KERNELS = {
     "cross_entropy_grad": lambda g, logits, targets, ignore_index: xent.cross_entropy_backward(
         g, rows(logits), flat(targets), ignore_index).reshape(logits.shape),
     "dropout": lambda x, seed, p, key: drop.dropout(x, p, seed, key),
+    **{name: getattr(cv, name) for name in _CONV},
     "attention": lambda q, k, v, *extra, causal, scale: attention.attention(
         q, k, v, *kernel_args(extra, causal, scale)),
     "attention_grad": lambda g, o, q, k, v, *extra, causal, scale: attention.attention_backward(
