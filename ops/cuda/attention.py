@@ -17,7 +17,8 @@ its running max m, running sum l and output accumulator o (online softmax):
 
   m' = max(m, max_j s_j);  l = l e^(m - m') + sum_j e^(s_j - m');  o = o e^(m - m') + sum_j e^(s_j - m') v_j
 
-At the end the output is o / l, and L = m + log l is each query's log-sum-exp (-inf when it sees nothing).
+At the end the output is o / l, and L = m + log l is each query's log-sum-exp (+inf when l = 0: it sees no key,
+or only −inf biases, and every probability e^(z - L) of the backward is then 0).
 A NaN or +inf among the scores a query sees makes l NaN (e^(s - m) is NaN for it: m ignores a NaN, and a +inf
 score makes m = +inf), hence its output row and L NaN, and through L every probability it has in the backward.
 The backward visits only the (query, key) pairs that see each other, so a NaN row of q or k reaches no gradient
@@ -138,12 +139,6 @@ def _sees(mask, mask_strides, shape, causal, b, i, j, tq, tk):
 
 
 @cuda.jit(device=True)
-def _probability(z, lse):
-    """P = e^(z − L) for a score z of a query with log-sum-exp L; 0 when the query's biases were all −inf (L = −inf)."""
-    return mathfn.exp(z - lse) if lse != -math.inf else type(z)(0)
-
-
-@cuda.jit(device=True)
 def _bias_at(bias, bias_strides, shape, b, i, j, tq, tk):
     """The bias of query i and key j of batch entry b."""
     return bias[offset((b * tq + i) * tk + j, shape, bias_strides)]
@@ -198,7 +193,7 @@ def _forward(out, lse, q, k, v, scale, lowest, mask, mask_strides, shape, causal
     s = cuda.local.array(ATTENTION_TILE, q.dtype)
     count, tq, d = q.shape
     tk, dv = v.shape[1], v.shape[2]
-    zero, minus_inf = q.dtype.type(0), q.dtype.type(-math.inf)
+    zero, minus_inf, plus_inf = q.dtype.type(0), q.dtype.type(-math.inf), q.dtype.type(math.inf)
     for b in range(cuda.blockIdx.y, count, cuda.gridDim.y):
         for i0 in range(cuda.blockIdx.x * ATTENTION_TILE, tq, cuda.gridDim.x * ATTENTION_TILE):
             i = i0 + cuda.threadIdx.x
@@ -231,7 +226,7 @@ def _forward(out, lse, q, k, v, scale, lowest, mask, mask_strides, shape, causal
             if live:
                 for c in range(dv):
                     out[b, i, c] = o[c] / total if total != zero else zero       # NaN too
-                lse[b, i] = m + math.log(total) if total != zero else minus_inf
+                lse[b, i] = m + math.log(total) if total != zero else plus_inf
 
 
 @cuda.jit
@@ -269,8 +264,8 @@ def _backward_keys(dk, dv, g, q, k, v, lse, row_dots, scale, mask, mask_strides,
                 for ii in range(ATTENTION_TILE):
                     i = i0 + ii
                     if live and i < tq and _sees(mask, mask_strides, shape, causal, b, i, j, tq, tk):
-                        p = _probability(scale * _dot(q_tile[ii], k_row, d)
-                                         + _bias_at(bias, bias_strides, shape, b, i, j, tq, tk), lse[b, i])
+                        p = mathfn.exp(scale * _dot(q_tile[ii], k_row, d)
+                                       + _bias_at(bias, bias_strides, shape, b, i, j, tq, tk) - lse[b, i])
                         ds = p * (_dot(g_tile[ii], v_row, width) - row_dots[b, i])
                         for c in range(width):
                             dv_row[c] += p * g_tile[ii, c]
@@ -306,8 +301,8 @@ def _backward_queries(dq, g, q, k, v, lse, row_dots, scale, mask, mask_strides, 
                 for jj in range(ATTENTION_TILE):
                     j = j0 + jj
                     if live and j < tk and _sees(mask, mask_strides, shape, causal, b, i, j, tq, tk):
-                        p = _probability(scale * _dot(q_row, k_tile[jj], d)
-                                         + _bias_at(bias, bias_strides, shape, b, i, j, tq, tk), lse[b, i])
+                        p = mathfn.exp(scale * _dot(q_row, k_tile[jj], d)
+                                       + _bias_at(bias, bias_strides, shape, b, i, j, tq, tk) - lse[b, i])
                         ds = p * (_dot(g_row, v_tile[jj], width) - row_dots[b, i])
                         for c in range(d):
                             dq_row[c] += scale * ds * k_tile[jj, c]
@@ -326,6 +321,6 @@ def _bias_grad(dz, g, q, k, v, lse, row_dots, scale, mask, mask_strides, shape, 
         b, i = divmod(r, tq)
         dz[b, i, j] = dz.dtype.type(0)
         if _sees(mask, mask_strides, shape, causal, b, i, j, tq, tk):
-            p = _probability(scale * _dot(q[b, i], k[b, j], d) + _bias_at(bias, bias_strides, shape, b, i, j, tq, tk),
-                             lse[b, i])
+            p = mathfn.exp(scale * _dot(q[b, i], k[b, j], d) + _bias_at(bias, bias_strides, shape, b, i, j, tq, tk)
+                           - lse[b, i])
             dz[b, i, j] = p * (_dot(g[b, i], v[b, j], width) - row_dots[b, i])
