@@ -5,5 +5,5 @@
 folder (default ``runs/NAME``) metrics.json, train.jsonl, loss.svg, graph.svg and attention heatmaps;
 ``common`` holds what they share.
 """
-DEMOS = ("copy", "dates", "sort", "shakespeare", "polarity", "reviews", "recall")
+DEMOS = ("copy", "dates", "sort", "shakespeare", "polarity", "reviews", "recall", "captions")
 DEFAULT = "copy"

@@ -25,10 +25,11 @@ SMOKE = {
     "reviews": (["--steps", "2", "--limit", "40"], ("--data", "movie_reviews.zip"),
                 ["attention-sentences.svg"] + [f"attention-words-{i}.svg" for i in range(1, 4)]),
     "recall": (["--steps", "3"], None, ["attention.svg"]),
+    "captions": (["--steps", "2", "--heldout", "8"], None, [f"attention-{i}.svg" for i in range(1, 5)]),
 }
 HELDOUT = {"copy": "heldout_exact_match", "dates": "heldout_exact_match", "sort": "heldout_exact_match",
            "shakespeare": "val_loss", "polarity": "heldout_accuracy", "reviews": "heldout_accuracy",
-           "recall": "heldout_accuracy"}
+           "recall": "heldout_accuracy", "captions": "heldout_exact_match"}
 
 
 def test_registry_of_demos():

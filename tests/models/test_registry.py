@@ -12,7 +12,8 @@ STEPS, LEARNING_RATE = 40, 2e-2
 
 def test_every_model_of_the_zoo_is_registered():
     assert models.names() == ["bert", "elmo", "gpt", "han", "lstmn", "memn2n", "ntm", "pointer", "seq2seq-bahdanau",
-                              "seq2seq-luong", "snail", "structured", "transformer", "vit"]
+                              "seq2seq-luong", "show-attend-tell", "show-attend-tell-hard", "snail", "structured",
+                              "transformer", "vit"]
 
 
 @pytest.mark.parametrize("name", models.names())
