@@ -8,7 +8,7 @@
     attngraph check-grads MODEL                        gradcheck every parameter, tiny float64 configuration
     attngraph demo [NAME] [demo options]               train a demo and write its pictures
     attngraph info                                     versions, threading, CUDA, graphviz
-    attngraph warmup [--dtype float32]                 compile every kernel into numba's cache
+    attngraph warmup [--dtype float32]                 compile the kernels into numba's cache
     attngraph --version                                the installed version
 
 check-grads and warmup show the kernels numba compiles (``attngraph.train.progress``): a bar on stderr when it
@@ -84,8 +84,8 @@ def _export(args) -> int:
 def _view(args) -> int:
     """The viewer of MODEL's graph and of its attention weights on the example batch (seeded by ``--seed``, as
     ``render --view backward`` builds it); token ids show as numbers, the special ones of the text models by name."""
-    from .models.tokens import BOS, EOS, MASK, PAD
-    from .render.graph import RenderError
+    from .models.tokens import SPECIALS
+    from .errors import RenderError
     from .render.html import check_path, to_html
     out = Path(args.out or f"{args.model.rpartition(':')[2]}.html")
     _check_writable(args, "--out", out, "model.html")
@@ -98,7 +98,7 @@ def _view(args) -> int:
     if model is not None:
         batch = _target(args).batch(model, np.random.default_rng(args.seed), 2)
         inputs = {name: value for name, value in batch.items() if name in graph.inputs}
-    to_html(graph, out, inputs=inputs, vocabulary={PAD: "<pad>", BOS: "<bos>", EOS: "<eos>", MASK: "<mask>"},
+    to_html(graph, out, inputs=inputs, vocabulary=dict(enumerate(SPECIALS)),
             title=args.model, view=args.view, depth=args.depth, **args.dim)
     print(f"wrote {out}")
     return 0
@@ -166,26 +166,41 @@ def _info(args) -> int:
 def _warmup(args) -> int:
     from tqdm.auto import tqdm
 
+    from . import models
     from .core.primitive import REGISTRY
     from .train.progress import CompileProgress
     covered = set()
     work = [(program, dtype) for dtype in args.dtype for program in _programs()]
-    work += [(_default_demo_steps, "float32")] if "float32" in args.dtype else []
+    if "float32" in args.dtype:
+        work += [(_default_demo_steps, "float32")] + [(name, "float32") for name in models.names()]
     with (tqdm(work, desc="compiling kernels into numba's cache", unit=" programs", disable=None) as bar,
           CompileProgress(bar=bar)):
         for program, dtype in bar:
             if program is _default_demo_steps:
                 program()
                 continue
-            graph, feeds = _exercise(program, np.dtype(dtype))
+            graph, feeds = _model_step(program) if isinstance(program, str) else _exercise(program, np.dtype(dtype))
             step = graph.compile()
-            _train_step(step(**feeds)[1:], [feeds[name] for name in _PARAMETERS])
+            outputs = step(**feeds)
+            if not isinstance(program, str):
+                _train_step(outputs[1:], [feeds[name] for name in _PARAMETERS])
             covered |= {n.op for n in graph.nodes} | {n.op for n in step.graph.nodes}
     missing = sorted(set(REGISTRY) - covered)
     print(f"compiled the kernels of {len(REGISTRY) - len(missing)} primitives and of the optimizers for "
           f"{', '.join(args.dtype)}" + (f"; not exercised: {', '.join(missing)}" if missing else "")
-          + ("; and the default demo's (fused kernels are generated per model)" if "float32" in args.dtype else ""))
+          + ("; and those generated for the default demo and the registered models" if "float32" in args.dtype
+             else ""))
     return 0
+
+
+def _model_step(name: str):
+    """The training-step graph of registered model ``name`` (tiny) and a batch of 2 to run it on."""
+    from . import models
+    from .core.api import trace
+    spec = models.spec(name)
+    model = models.get(name, tiny=True)
+    batch = spec.batch(model, np.random.default_rng(0), 2)
+    return trace(lambda **b: spec.loss(model, **b), **batch).grad(), batch
 
 
 def _default_demo_steps() -> None:
@@ -326,7 +341,8 @@ def _defaults(function) -> dict:
 def _check_output_file(args) -> None:
     """``render --out``: a file name with a known suffix, in a folder that exists (created if need be) and can
     be written, checked before the graph is built."""
-    from .render.graph import RenderError, format_of
+    from .errors import RenderError
+    from .render.graph import format_of
     out = Path(args.out)
     try:
         format_of(out)
@@ -495,8 +511,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("rest", nargs=argparse.REMAINDER,
                      help="options passed to the demo (--out, --steps, ...; attngraph demo NAME --help lists them)")
     command("info", _info, "versions, threading layer, CUDA and graphviz")
-    sub = command("warmup", _warmup, "compile every kernel, and those generated for the default demo, into "
-                                     "numba's cache")
+    sub = command("warmup", _warmup, "compile the kernels, and those generated for the default demo and a training "
+                                     "step of every registered model (float32), into numba's cache")
     sub.add_argument("--dtype", nargs="+", choices=("float32", "float64"), default=["float32", "float64"])
     return parser
 

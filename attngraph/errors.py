@@ -36,3 +36,11 @@ class CheckpointError(AttnGraphError):
 
 class DataError(AttnGraphError, ValueError):
     """A data set that cannot be read, downloaded or encoded."""
+
+
+class RenderError(AttnGraphError):
+    """A drawing that cannot be made (e.g. graphviz's ``dot`` is missing)."""
+
+
+class ExportError(AttnGraphError):
+    """A graph that cannot be written as ONNX, or ``onnx`` not installed."""

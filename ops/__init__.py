@@ -1,6 +1,8 @@
-"""Kernels of attngraph: NumPy arrays in, new NumPy arrays out; nothing here knows about graphs.
+"""Kernels of attngraph: arrays in, new arrays out; nothing here knows about graphs.
 
-`ops.cpu` holds the Numba CPU kernels, one module per op family, forward and backward side by side.
+`ops.cpu` holds the Numba CPU kernels, one module per op family, forward and backward side by side; `ops.cuda`
+their numba.cuda twins. Each device is one Backend (``backend.py``): its kernels by primitive name, and where its
+arrays live. ``get_backend(device)`` and ``backend_of(array)`` find them.
 
 Importing ``ops`` makes idle threads sleep rather than spin, unless the environment says otherwise:
 OMP_WAIT_POLICY=passive for Numba's OpenMP threads and OPENBLAS_THREAD_TIMEOUT=4 for OpenBLAS's (why:
@@ -11,3 +13,28 @@ import os
 
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+DEVICES = ("cpu", "cuda")
+
+
+def get_backend(device: str):
+    """The Backend of ``device`` ("cpu" or "cuda"), its kernel table built on first use (so that importing ops
+    never imports numba.cuda). Raises ``backend.Unavailable`` saying what is missing when "cuda" cannot run, and
+    KeyError for a device that does not exist."""
+    if device == "cpu":
+        from ops.cpu.backend import BACKEND
+        return BACKEND
+    if device == "cuda":
+        from ops import _cuda
+        from ops.backend import Unavailable
+        reason = _cuda.unavailable()
+        if reason is not None:
+            raise Unavailable(reason)
+        from ops.cuda.backend import BACKEND
+        return BACKEND
+    raise KeyError(f"unknown device {device!r}; available: {', '.join(DEVICES)}")
+
+
+def backend_of(array):
+    """The Backend where ``array`` lives: "cuda" for a CUDA device array, "cpu" for anything else."""
+    return get_backend("cuda" if getattr(array, "__cuda_ndarray__", False) else "cpu")

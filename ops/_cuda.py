@@ -4,7 +4,7 @@ CUDA kernels run in one of two ways:
 - on a GPU, with NVIDIA's ``numba-cuda`` (``pip install "attngraph[cuda]"``, which brings the CUDA 12 toolkit
   as wheels) or numba's built-in CUDA target (deprecated), and NVIDIA's driver;
 - in numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), which runs every thread as a Python thread: no GPU
-  and no CUDA install needed, ~0.1 ms per thread, for testing the kernels on tiny arrays.
+  and no CUDA install needed, slow, for testing the kernels on tiny arrays.
 ``unavailable()`` says what is missing when neither is possible; nothing here raises a driver traceback.
 
 Everything in ``ops/cuda`` takes ``cuda`` from here, so that a move to another CUDA binding (numba-cuda is in

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..core import functional as F
-from ..core.tracing import as_node
+from ..core.functional import as_node
 from ..errors import ShapeError
 from ..nn import Module
 from ..nn.checks import module

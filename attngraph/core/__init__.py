@@ -6,4 +6,5 @@ from .debug import debug
 from .executor import Executable
 from .graph import Graph, Node
 from .parameter import Parameter
-from .tracing import Input, Tensor, no_grad
+from .functional import Tensor
+from .tracing import Input, no_grad

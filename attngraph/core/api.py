@@ -10,7 +10,8 @@ from ..errors import DTypeError, TracingError
 from .autodiff import gradients
 from .executor import Executable
 from .graph import Graph
-from .tracing import Input, Tensor, add_node, add_output, building
+from .functional import Tensor, as_node
+from .tracing import Input, add_node, add_output, building
 
 
 def trace(fn: Callable, **inputs) -> Graph:
@@ -25,7 +26,7 @@ def trace(fn: Callable, **inputs) -> Graph:
         tensors = {key: _input(key, spec) for key, spec in inputs.items()}
         result = fn(**tensors)
         for name, value in _named_outputs(result):
-            add_output(value, name)
+            add_output(as_node(value), name)
     return graph
 
 
@@ -85,7 +86,7 @@ def _grad_graph(fn: Callable, arrays: list[np.ndarray], nums: tuple[int, ...]) -
         xs = [_input(f"arg{i}", a) for i, a in enumerate(arrays)]
         value = fn(*xs)
         grads = gradients(value, [xs[i] for i in nums])
-        add_output(value, "value")
+        add_output(as_node(value), "value")
         for i, g in zip(nums, grads):
-            add_output(g, f"grad:arg{i}")
+            add_output(as_node(g), f"grad:arg{i}")
     return graph

@@ -13,9 +13,10 @@ import numpy as np
 
 from ..errors import AttnGraphError
 from . import functional as F
-from .graph import Graph, Node, topological_order
+from .graph import Graph, Node, graph_method, topological_order
 from .primitive import lookup
-from .tracing import Tensor, add_output, as_node, building, constant, gradient_of
+from .functional import Tensor, as_node, constant
+from .tracing import add_output, building, gradient_of
 
 
 def gradients(y, wrt: Sequence) -> list[Tensor]:
@@ -70,6 +71,7 @@ def _sum_to(g: Tensor, shape) -> Tensor:
     return F.reshape(F.sum(g, axes), shape)
 
 
+@graph_method("grad")
 def grad(graph: Graph, wrt: Sequence[str | Node] | None = None, output: str | None = None) -> Graph:
     """A new graph computing ``graph``'s outputs and then the gradient of one scalar output (default: the
     first) with respect to ``wrt`` — names of inputs or parameters, or nodes (default: every trainable
@@ -84,7 +86,7 @@ def grad(graph: Graph, wrt: Sequence[str | Node] | None = None, output: str | No
     parameters = {id(n.value): n for n in result.parameters.values()}
     with building(result, parameters):
         for node, g in zip(nodes, gradients(Tensor(target), [Tensor(n) for n in nodes])):
-            add_output(g, f"grad:{node.name}")
+            add_output(as_node(g), f"grad:{node.name}")
     return result
 
 

@@ -8,15 +8,12 @@ Memory planning. The schedule is a depth-first order from the outputs: first tho
 loss, which frees the activations only it reads), then the gradients, last to first. A gradient graph lists
 its gradients in the order of the parameters, the forward order, so last to first is the order of the
 backward pass: each layer's weight gradients are computed as soon as the backward pass reaches the layer,
-and the activations and output gradients they read die there rather than at the end. On the
-benchmarks' large GPT step (width 256, 4 layers, T 128, batch 16) the peak went from 176 to 150 MiB and the
-step from 295 to 275 ms (median of 20, alternating), its products reading inputs still in cache. Dead
-buffers go back to the allocator, which hands their memory to the next allocation (glibc's malloc is set to
-keep it rather than return it to the system: ops/cpu/memory.py). Two other plans were
-measured and dropped: a pool handing dead buffers to later kernels' ``out=`` (10% slower, peak +21 MiB:
-buffers waiting in the pool are memory the allocating kernels cannot have), and elementwise results written
-over a dying input (Numba's ufunc loops lose their vectorization when an operand aliases the output: a
-(2048, 256) float32 add took 343 µs in place against 165 µs).
+and the activations and output gradients they read die there rather than at the end: a lower peak, and
+products that read inputs still in cache. Dead buffers go back to the allocator, which hands their memory to
+the next allocation (glibc's malloc is set to keep it rather than return it to the system:
+ops/cpu/memory.py). There is no pool handing dead buffers to later kernels' ``out=`` (buffers waiting in a
+pool are memory the allocating kernels cannot have), and no elementwise result is written over a dying input
+(Numba's ufunc loops lose their vectorization when an operand aliases the output).
 
 Outputs are the caller's: an output that shares memory with what the executor borrowed for the call (an input,
 a parameter, a constant, or a view of one, such as a parameter reshaped) is copied, so that writing into it
@@ -25,8 +22,7 @@ changes neither the model nor the executable; outputs the kernels allocated are 
 the borrowed arrays' owners, a set built per call; on "cuda" ``__call__`` copies every output to the host, and
 ``run_on_device`` returns what the kernels returned. The arrays are checked rather than the ops declared as
 views because whether a kernel returns a view is its own business (a reshape does, a getitem may, a Numba
-kernel can). Measured: ~0.5 µs an array, 3 µs of an 80 µs linear-layer gradient step (3 outputs, 3 borrowed)
-and 20 µs of a 2.5 ms small GPT step (37 outputs, 38 borrowed).
+kernel can). The check costs a small fraction of a step.
 
 Each call checks each parameter's shape and dtype against the graph's (a changed one raises ShapeError or
 DTypeError naming it) and takes a call number under a lock, so that threads sharing an executable draw
@@ -50,52 +46,18 @@ import numpy as np
 
 from ..errors import BindingError, DeviceError, DTypeError, NonFiniteError, ShapeError
 from . import debug
+from .device import backend
 from .dims import format_shape, resolve_shape
-from .graph import Graph, Node
-from .primitive import add_kernel, lookup
+from .graph import Graph, Node, graph_method
+from .passes import optimize
 from .prims.fused import first_nonfinite
 
-DEVICES = ("cpu", "cuda")
-
-
-class Device(NamedTuple):
-    """Where a graph runs and its arrays live: ``put`` moves a NumPy or device array there (returning it as it
-    is when it is there already), ``get`` returns it as a NumPy array."""
-    name: str
-    put: Callable
-    get: Callable
-
-
-def _host(a):
-    """``a`` as a host array: a device array (anything with ``copy_to_host``) is copied back."""
-    return a.copy_to_host() if hasattr(a, "copy_to_host") else a
-
-
-CPU = Device("cpu", _host, _host)
-
-
-def get_device(name: str) -> Device:
-    """The device called ``name``, its kernels attached. Raises DeviceError for an unknown device, or for
-    "cuda" where it cannot run, saying what is missing and how to install it."""
-    if name == "cpu":
-        return CPU
-    if name == "cuda":
-        return _cuda_device()
-    raise DeviceError(f"unknown device {name!r}; available: {', '.join(DEVICES)}")
-
-
-@functools.cache
-def _cuda_device() -> Device:
-    """The CUDA device, its kernels attached to the primitives on first use (so that importing attngraph never
-    imports numba.cuda). Not cached when it fails: installing CUDA support and asking again works."""
-    from ops import _cuda
-    reason = _cuda.unavailable()
-    if reason is not None:
-        raise DeviceError(f"device 'cuda' is not available: {reason}")
-    from ops.cuda.registry import KERNELS
-    for name, kernel in KERNELS.items():
-        add_kernel(name, "cuda", kernel)
-    return Device("cuda", _cuda.to_device, _cuda.to_host)
+@graph_method("compile")
+def compile(graph: Graph, device: str = "cpu", seed: int | None = None) -> "Executable":
+    """A callable running ``graph`` on ``device``: ``graph.compile()(x=...)``; ``seed`` seeds its dropout masks
+    (see ``Executable``). The graph is optimized first (``core.passes``: folding, CSE, fusion, dead code), unless
+    debug mode is on, which runs the graph as traced."""
+    return Executable(graph if debug.enabled() else optimize(graph), device, seed)
 
 
 class Step(NamedTuple):
@@ -119,7 +81,7 @@ class Executable:
     """
 
     def __init__(self, graph: Graph, device: str = "cpu", seed: int | None = None):
-        self._device = get_device(device)
+        self._backend = backend(device)
         self.graph, self.device, self.calls = graph, device, 0
         self.seed = _next_seed() if seed is None else seed
         self._stream = int(np.random.SeedSequence(self.seed % 2 ** 64).generate_state(1, np.uint64)[0])
@@ -128,7 +90,7 @@ class Executable:
         slot = {node: i for i, node in enumerate(order)}
         self._size = len(order)
         self._inputs = [(name, node, slot.get(node)) for name, node in graph.inputs.items()]
-        self._constants = [(slot[n], self._device.put(n.value)) for n in order if n.op == "constant"]
+        self._constants = [(slot[n], self._backend.put(n.value)) for n in order if n.op == "constant"]
         self._constant_owners = frozenset(id(_owner(n.value)) for n in order if n.op == "constant")
         self._parameters = [(slot[n], n) for n in order if n.op == "parameter"]
         self._outputs = tuple(slot[n.inputs[0]] for n in graph.outputs)
@@ -144,7 +106,7 @@ class Executable:
         keep = set(self._outputs)
         steps = []
         for node in self._nodes:
-            kernel = lookup(node.op).kernels.get(self.device)
+            kernel = self._backend.kernels.get(node.op)
             if kernel is None:
                 raise DeviceError(f"op {node.op!r} has no {self.device} kernel ({node.describe()})")
             if hasattr(kernel, "for_dtypes"):        # resolved once here rather than on every call
@@ -163,7 +125,7 @@ class Executable:
 
     def __call__(self, **feeds) -> Any:
         """The outputs for these inputs, as NumPy arrays."""
-        outputs = tuple(map(self._device.get, self._run(feeds)))
+        outputs = tuple(map(self._backend.get, self._run(feeds)))
         return outputs[0] if len(outputs) == 1 else outputs
 
     def run_on_device(self, **feeds) -> Any:
@@ -183,7 +145,7 @@ class Executable:
             data = node.value.data
             if data.shape != node.shape or data.dtype != node.dtype:
                 raise _changed(node, data)
-            env[index] = self._device.put(data)
+            env[index] = self._backend.put(data)
             borrowed.append(env[index])
         steps = self._plan(bindings)
         if debug.enabled():
@@ -197,7 +159,7 @@ class Executable:
             except IndexError as error:
                 raise _out_of_range(error, self._nodes[[step[2] for step in steps].index(output)]) from error
         outputs = tuple(env[i] for i in self._outputs)
-        return self._unshared(outputs, borrowed) if self._device is CPU else outputs
+        return self._unshared(outputs, borrowed) if self.device == "cpu" else outputs
 
     def _unshared(self, outputs: tuple, borrowed: list) -> tuple:
         """The outputs, each copied if its memory belongs to a borrowed array or a constant."""
@@ -223,13 +185,13 @@ class Executable:
             if debug.enabled() and value.dtype.kind == "f" and not np.isfinite(value).all():
                 raise NonFiniteError(f"input {name!r} holds NaN or Inf: {node.describe()}")
             if index is not None:
-                env[index] = self._device.put(value)
+                env[index] = self._backend.put(value)
                 borrowed.append(env[index])
         return bindings, borrowed
 
     def _plan(self, bindings: dict[str, int]) -> list[tuple]:
         """The steps for these sizes as (call, inputs, output, frees), ``call`` the kernel with its attributes
-        bound (shapes resolved): what the run loop needs and no more (~1 us a step). Cached per binding."""
+        bound (shapes resolved): what the run loop needs and no more. Cached per binding."""
         key = tuple(sorted(bindings.items()))
         plan = self._plans.get(key)
         if plan is None:
@@ -257,10 +219,10 @@ class Executable:
             expected = resolve_shape(node.shape, bindings)
             if out.shape != expected:
                 raise AssertionError(f"kernel of {node.describe()} returned shape {out.shape}, expected {expected}")
-            values = self._device.get(out)
+            values = self._backend.get(out)
             if values.dtype.kind == "f" and not np.isfinite(values).all():
                 kind = "NaN" if np.isnan(values).any() else "Inf"
-                culprit = first_nonfinite(node, list(map(self._device.get, arrays))) if node.op == "fused" else node
+                culprit = first_nonfinite(node, list(map(self._backend.get, arrays))) if node.op == "fused" else node
                 where = "" if culprit is node else f", fused into {node.label}"
                 raise NonFiniteError(f"{kind} in the output of {culprit.describe()}{where}")
             env[output] = out

@@ -1,4 +1,5 @@
-"""The functional API: every op a user (or a VJP rule) calls to build graph nodes.
+"""The functional API: every op a user (or a VJP rule) calls to build graph nodes, and ``Tensor``, the symbolic
+value they take and return, whose operators and methods are these functions.
 
 Names and semantics follow NumPy and PyTorch. Python numbers combine with tensors by weak typing (they
 take the tensor's dtype); tensors of different dtypes must be cast explicitly with ``.astype``.
@@ -12,9 +13,67 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import DTypeError, ShapeError, TracingError
-from .dims import broadcast, divide, format_shape, multiply, normalize
-from .parameter import Parameter
-from .tracing import Tensor, add_node, as_node, constant, current_graph, emit, lift_scalars, user_source
+from .dims import divide, format_shape, multiply, normalize
+from .graph import Node
+from .tracing import add_call, add_node, current_graph, user_source
+
+
+__all__ = [   # what ``import attngraph`` exports: the ops users call, and Tensor
+    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "equal", "not_equal", "less", "less_equal", "greater",
+    "greater_equal", "logical_and", "logical_or",
+    "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "erf", "abs", "sin", "cos", "rsqrt", "silu", "gelu",
+    "clip", "where", "logical_not", "stop_gradient", "astype", "zeros_like",
+    "sum", "mean", "max", "min", "logsumexp", "var", "std", "argmax", "argmin", "sort", "topk", "cumsum",
+    "reshape", "transpose", "swapaxes", "broadcast_to", "expand_dims", "unsqueeze", "squeeze", "flatten", "moveaxis",
+    "concat", "stack", "split", "take", "tril", "triu", "one_hot", "arange", "relative_distance", "embedding",
+    "matmul", "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
+    "softmax", "log_softmax", "layer_norm", "cross_entropy", "nll_loss", "dropout", "Tensor",
+]
+
+
+def emit(op: str, *inputs, **attrs) -> "Tensor":
+    """Apply primitive ``op`` to ``inputs`` (tensors, parameters, arrays or Python scalars)."""
+    return Tensor(add_call(op, [as_node(x) for x in inputs], attrs))
+
+
+def constant(value, dtype=None) -> "Tensor":
+    """``value`` (an array or a number) as a constant node."""
+    array = np.asarray(value, dtype=dtype)
+    if array.dtype == object:
+        raise TracingError(f"cannot make a constant of {type(value).__name__} {value!r:.80}: pass tensors, "
+                           "arrays or numbers (a tuple of tensors is not a tensor; use ag.concat or stack them)")
+    return Tensor(add_node("constant", (), {}, array.shape, array.dtype, value=array, stop_gradient=True))
+
+
+def as_node(x) -> Node:
+    """The graph node for ``x``: a tensor's node, a parameter's node (made on its first use) or a constant."""
+    if isinstance(x, Tensor):
+        return x.node
+    if x is None:
+        raise TracingError("None given where a tensor is expected")
+    return constant(x).node
+
+
+def lift_scalars(*xs) -> list:
+    """Turn Python numbers into 0-d constants that take the dtype of the tensors beside them (weak typing,
+    as in JAX): a float joins a float tensor's dtype, an int an integer or float tensor's; else the
+    defaults float32 and int64."""
+    dtypes = [x.dtype if isinstance(x, Tensor) else np.asarray(x).dtype for x in xs if not _is_python_number(x)]
+    floats = [d for d in dtypes if d.kind == "f"]
+    ints = [d for d in dtypes if d.kind in "iu"]
+    out = []
+    for x in xs:
+        if not _is_python_number(x):
+            out.append(x)
+        elif isinstance(x, float):
+            out.append(constant(x, floats[0] if floats else np.float32))
+        else:
+            out.append(constant(x, (floats or ints or [np.dtype(np.int64)])[0]))
+    return out
+
+
+def _is_python_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def _binary(op):
@@ -248,13 +307,13 @@ def reshape(x, shape: Sequence):
             raise ShapeError(f"cannot reshape {format_shape(source)} to {format_shape(shape)} at {user_source()}")
         shape = tuple(missing if d == -1 else d for d in shape)
     shape = tuple(normalize(d) for d in shape)
-    return x if shape == source and isinstance(x, Tensor) else emit("reshape", x, shape=shape)
+    return x if shape == source and type(x) is Tensor else emit("reshape", x, shape=shape)
 
 
 def transpose(x, axes: Sequence[int] | None = None):
     ndim = len(as_node(x).shape)
     perm = tuple(reversed(range(ndim))) if axes is None else tuple(_axis(x, a) for a in axes)
-    return x if perm == tuple(range(ndim)) and isinstance(x, Tensor) else emit("transpose", x, perm=perm)
+    return x if perm == tuple(range(ndim)) and type(x) is Tensor else emit("transpose", x, perm=perm)
 
 
 def swapaxes(x, a: int, b: int):
@@ -266,7 +325,7 @@ def swapaxes(x, a: int, b: int):
 
 def broadcast_to(x, shape: Sequence):
     shape = tuple(normalize(d) for d in shape)
-    return x if as_node(x).shape == shape and isinstance(x, Tensor) else emit("broadcast_to", x, shape=shape)
+    return x if as_node(x).shape == shape and type(x) is Tensor else emit("broadcast_to", x, shape=shape)
 
 
 def expand_dims(x, axis: int):
@@ -700,72 +759,65 @@ def avg_pool1d(x, kernel: int, stride=None):
     return _pool("avg_pool2d", x, kernel, stride, 1)
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, bias=None, causal: bool = False):
-    """softmax(q kᵀ / √d + bias, mask) v (Vaswani et al. 2017). q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv)
-    with broadcasting batch axes; ``mask`` (boolean, True = may attend) and ``bias`` (float, added to the scaled
-    scores: ALiBi's (H, Tq, Tk), a (B, 1, 1, Tk) padding bias) broadcast to (..., Tq, Tk), as torch's
-    ``attn_mask``; ``causal`` aligns bottom-right. A row with no key allowed, or whose biases are all −inf,
-    gives zeros (torch: NaN). Runs the fused, flash-style ``attention`` primitive (no Tq × Tk matrix is stored,
-    forward or backward); the composition ``unfused.scaled_dot_product_attention`` — the reference in tests —
-    runs instead for a vector q, k or v, and when Tq and Tk are different lengths one of which is symbolic,
-    which the fused gradient cannot hold (see ``prims/attention.py``)."""
-    from . import unfused
-    from .prims.attention import packable       # core.prims imports this module: a deferred import
-
-    d = as_node(q).shape[-1]
-    if isinstance(d, str):
-        raise ShapeError(f"the head dimension must be concrete, not {d}")
-    if mask is not None:
-        mask_node, tk = as_node(mask), as_node(k).shape[-2]
-        if mask_node.dtype != np.bool_:
-            raise DTypeError(f"a mask must be boolean (True = may attend), not {mask_node.dtype}; pass an additive "
-                             f"float mask as bias= (at {user_source()})")
-        if mask_node.shape and mask_node.shape[-1] == 1 and tk != 1:
-            raise ShapeError(f"mask {format_shape(mask_node.shape)} has size 1 on its last axis, which is the key "
-                             "axis: a padding mask must be shaped (B, 1, 1, Tk) to mask keys, not (B, 1, Tk, 1), "
-                             f"which would mask whole query rows (at {user_source()})")
-    if bias is not None and not np.issubdtype(as_node(bias).dtype, np.floating):
-        raise DTypeError(f"an attention bias must be a float tensor, not {as_node(bias).dtype}; pass a boolean mask "
-                         f"as mask= (at {user_source()})")
-    shapes = [as_node(x).shape for x in (q, k, v)]
-    if builtins.min(map(len, shapes)) < 2 or not packable(shapes[0][-2], shapes[1][-2]):
-        return unfused.scaled_dot_product_attention(q, k, v, mask, bias, causal)
-    try:
-        batch = broadcast(*(s[:-2] for s in shapes))
-    except ValueError as e:
-        raise ShapeError(f"attention at {user_source()}: batch axes of q, k, v do not broadcast: {e}") from None
-    q, k, v = (broadcast_to(x, batch + s[-2:]) for x, s in zip((q, k, v), shapes))
-    return emit("attention", q, k, v, *(x for x in (mask, bias) if x is not None), causal=causal,
-                scale=1 / math.sqrt(d))
-
-
-def _attach_operators(cls) -> None:
-    """Give ``Tensor`` and ``Parameter`` NumPy-style operators and methods."""
-    def flip(f):
-        return lambda self, other: f(other, self)
-
-    ops = {"__add__": add, "__sub__": sub, "__mul__": mul, "__truediv__": div, "__pow__": pow,
-           "__matmul__": matmul, "__lt__": less, "__le__": less_equal, "__gt__": greater,
-           "__ge__": greater_equal, "__and__": logical_and, "__or__": logical_or}
-    for name, f in ops.items():
-        setattr(cls, name, f)
-    for name in ("__add__", "__sub__", "__mul__", "__truediv__", "__pow__", "__matmul__"):
-        setattr(cls, name.replace("__", "__r", 1), flip(ops[name]))
-    cls.__neg__ = neg
-    cls.__invert__ = logical_not
-    cls.__getitem__ = index
-    cls.T = property(transpose)
-    cls.mT = property(lambda self: swapaxes(self, -1, -2))
-    cls.reshape = lambda self, *shape: reshape(self, _varargs(shape))
-    cls.transpose = lambda self, *axes: transpose(self, _varargs(axes) or None)
-    for f in (sum, mean, max, min, logsumexp, astype, exp, log, sqrt, tanh, sigmoid, relu, abs, clip):
-        setattr(cls, f.__name__, f)
-
-
 def _varargs(args: tuple) -> tuple:
     """``x.reshape(2, 3)`` and ``x.reshape((2, 3))`` alike."""
     return tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
 
 
-for _cls in (Tensor, Parameter):
-    _attach_operators(_cls)
+def _reflected(f):
+    return lambda self, other: f(other, self)
+
+
+class Tensor:
+    """A symbolic value of the graph being traced: ``node`` is its node. Its operators and methods are the
+    functions above; ``==`` stays identity (use ``ag.equal``), and ``bool(tensor)`` raises, because a Python
+    branch cannot depend on a value that exists only when the graph runs."""
+
+    __array_priority__ = 100
+    __array_ufunc__ = None      # NumPy defers to our operators: ``array @ tensor`` builds a node
+    __slots__ = ("node",)
+    __hash__ = object.__hash__
+
+    def __init__(self, node: Node):
+        self.node = node
+
+    shape = property(lambda self: self.node.shape)
+    dtype = property(lambda self: self.node.dtype)
+    ndim = property(lambda self: len(self.shape))
+    name = property(lambda self: self.node.name)
+
+    __add__, __sub__, __mul__, __truediv__, __pow__, __matmul__ = add, sub, mul, div, pow, matmul
+    __radd__, __rsub__, __rmul__ = _reflected(add), _reflected(sub), _reflected(mul)
+    __rtruediv__, __rpow__, __rmatmul__ = _reflected(div), _reflected(pow), _reflected(matmul)
+    __lt__, __le__, __gt__, __ge__ = less, less_equal, greater, greater_equal
+    __and__, __or__, __invert__, __neg__ = logical_and, logical_or, logical_not, neg
+    __getitem__ = index
+    T = property(transpose)
+    mT = property(lambda self: swapaxes(self, -1, -2))
+    sum, mean, max, min, logsumexp, astype, clip = sum, mean, max, min, logsumexp, astype, clip
+    exp, log, sqrt, tanh, sigmoid, relu, abs = exp, log, sqrt, tanh, sigmoid, relu, abs
+
+    def reshape(self, *shape):
+        return reshape(self, _varargs(shape))
+
+    def transpose(self, *axes):
+        return transpose(self, _varargs(axes) or None)
+
+    def __repr__(self):
+        return f"Tensor({format_shape(self.shape)}, {self.dtype}, op={self.node.op}, {self.node.label})"
+
+    def __bool__(self):
+        raise TracingError(
+            f"cannot branch on a traced value ({self.node.describe()}): its value exists only when the "
+            "graph runs. Use ag.where(cond, a, b) to select between values, or a Python value for control "
+            "flow.")
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        if isinstance(self.shape[0], str):
+            raise TracingError(f"len() of a tensor whose first dimension is symbolic ({self.shape[0]})")
+        return self.shape[0]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))

@@ -117,7 +117,11 @@ def topological_order(roots: Iterable[Node]) -> list[Node]:
 
 @dataclass(eq=False)
 class Graph:
-    """Nodes in creation order, with the named inputs and the outputs of the computation."""
+    """Nodes in creation order, with the named inputs and the outputs of the computation.
+
+    The layers above the IR give it their methods (``graph_method``), so that this module imports none of them:
+    ``compile`` (core/executor.py), ``grad`` (core/autodiff.py), ``render``, ``to_html`` and the notebook's SVG
+    (render/), ``summary`` (inspect/), ``export_onnx`` (export/)."""
 
     nodes: list[Node] = field(default_factory=list)
     inputs: dict[str, Node] = field(default_factory=dict)
@@ -213,51 +217,16 @@ class Graph:
             result.add("output", (mapping[node],), {}, node.shape, node.dtype, name=name, stop_gradient=True)
         return result
 
-    def compile(self, device: str = "cpu", seed: int | None = None):
-        """A callable running this graph on ``device``: ``graph.compile()(x=...)``; ``seed`` seeds its dropout
-        masks (see ``Executable``).
-        The graph is optimized first (``core.passes``: folding, CSE, fusion, dead code), unless debug mode
-        is on, which runs the graph as traced."""
-        from .debug import enabled as debugging
-        from .executor import Executable
-        from .passes import optimize
-        return Executable(self if debugging() else optimize(self), device, seed)
-
-    def grad(self, wrt=None, output: str | None = None) -> "Graph":
-        """This graph plus the gradient of a scalar output; see ``autodiff.grad``."""
-        from .autodiff import grad
-        return grad(self, wrt, output)
-
-    def render(self, path, **options):
-        """Draw the graph with graphviz (format from the suffix: .svg, .png, .pdf, .dot); see
-        ``attngraph.render``. Rendering reads the graph; the import is deferred so that the engine does
-        not depend on the drawing layer."""
-        from ..render import render_graph
-        return render_graph(self, path, **options)
-
-    def export_onnx(self, path, **sizes):
-        """Write this forward graph as an ONNX model (needs the ``onnx`` extra); ``sizes`` fix symbolic dimensions
-        (``T=128``), the others stay symbolic. See ``attngraph.export.onnx``; deferred import, as ``render``."""
-        from ..export import export_onnx
-        return export_onnx(self, path, **sizes)
-
-    def to_html(self, path=None, **options) -> str:
-        """One self-contained HTML page to explore the graph, and its attention weights given ``inputs=``; written
-        to ``path`` when given. See ``attngraph.render.html``; deferred import, as for ``render``."""
-        from ..render.html import to_html
-        return to_html(self, path, **options)
-
-    def summary(self, **options):
-        """The module tree with shapes, parameters and FLOPs; see ``attngraph.inspect.summary``."""
-        from ..inspect import summary
-        return summary(self, **options)
-
-    def _repr_svg_(self) -> str:
-        """Notebooks show a graph as its SVG drawing."""
-        from ..render import to_svg
-        return to_svg(self)
-
     def __repr__(self) -> str:
         calls = sum(n.kind == "call" for n in self.nodes)
         return (f"Graph({len(self.nodes)} nodes, {calls} op calls, inputs {list(self.inputs)}, "
                 f"outputs {self.output_names})")
+
+
+def graph_method(name: str):
+    """Decorator: make ``function(graph, ...)`` callable as ``graph.<name>(...)`` as well. The layers above the
+    IR define Graph's methods this way, each beside the function it stands for."""
+    def attach(function):
+        setattr(Graph, name, function)
+        return function
+    return attach

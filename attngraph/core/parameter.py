@@ -3,20 +3,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from .graph import FLOAT_DTYPES, unsupported_dtype
+from .device import backend, backend_of, host
+from .functional import Tensor
+from .graph import FLOAT_DTYPES, Node, unsupported_dtype
+from .tracing import parameter_node
 
 
-class Parameter:
-    """A trainable array. Graphs hold the ``Parameter`` itself, so updating ``data`` in place (an optimizer
-    step) or assigning a new array of the same shape and dtype changes what every compiled graph computes; a
-    compiled graph refuses to run on a parameter whose shape or dtype has changed since it was traced.
+class Parameter(Tensor):
+    """A trainable array, and a Tensor while a graph is traced: its node is made on its first use there, and its
+    operators are a Tensor's (as in PyTorch, where a Parameter is a Tensor). Graphs hold the ``Parameter`` itself,
+    so updating ``data`` in place (an optimizer step) or assigning a new array of the same shape and dtype changes
+    what every compiled graph computes; a compiled graph refuses to run on a parameter whose shape or dtype has
+    changed since it was traced.
     ``name`` is the dotted path the owning module gives it (``encoder.layers.0.attn.w_q.weight``).
 
     ``data`` is a NumPy array, or a CUDA device array after ``to("cuda")``: graphs compiled for "cuda" then use
     it in place, and an optimizer can update it on the GPU (see attngraph/core/executor.py)."""
 
-    __array_priority__ = 100
-    __array_ufunc__ = None      # NumPy defers to the graph operators: ``array @ parameter`` builds a node
+    name: str | None = None         # a plain attribute here, not Tensor's property of the node
 
     def __init__(self, data, trainable: bool = True, name: str | None = None):
         self.name = name
@@ -31,11 +35,16 @@ class Parameter:
     def data(self, values) -> None:
         """Host values become a C-contiguous NumPy array (copied when they are not one); a device array is kept
         as it is. Either must hold float32 or float64 (else DTypeError, and ``data`` is left as it was)."""
-        values = values if hasattr(values, "copy_to_host") else np.require(values, requirements="C")
+        values = values if backend_of(values).name != "cpu" else np.require(values, requirements="C")
         if values.dtype not in FLOAT_DTYPES:
             raise unsupported_dtype(values.dtype, f"parameter {self.name!r}" if self.name else "a parameter",
                                     FLOAT_DTYPES)
         self._data = values
+
+    @property
+    def node(self) -> Node:
+        """This parameter's node in the graph being traced."""
+        return parameter_node(self)
 
     shape = property(lambda self: self.data.shape)
     dtype = property(lambda self: self.data.dtype)
@@ -44,22 +53,20 @@ class Parameter:
     @property
     def device(self) -> str:
         """Where ``data`` lives: "cpu" (a NumPy array) or "cuda" (a device array)."""
-        return "cpu" if isinstance(self.data, np.ndarray) else "cuda"
+        return backend_of(self.data).name
 
     def to(self, device: str) -> "Parameter":
         """Move ``data`` to ``device`` ("cpu" or "cuda"); DeviceError when that device cannot run."""
-        from .executor import get_device
-        self.data = get_device(device).put(self.data)
+        self.data = backend(device).put(self.data)
         return self
 
     def numpy(self) -> np.ndarray:
         """A NumPy copy of the values, wherever they live."""
-        return np.array(self.data, copy=True) if self.device == "cpu" else self.data.copy_to_host()
+        return np.array(host(self.data), copy=True)
 
     def assign(self, values) -> None:
         """Replace the values with the host array ``values``, keeping the parameter on its device."""
-        from .executor import get_device
-        self.data = get_device(self.device).put(np.asarray(values, order="C"))
+        self.data = backend_of(self.data).put(np.asarray(values, order="C"))
 
     def __repr__(self):
         where = "" if self.device == "cpu" else f", device={self.device!r}"

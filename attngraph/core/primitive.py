@@ -1,10 +1,12 @@
-"""The registry of primitives: each op's shape inference, kernels per device, VJP rule and FLOP count.
+"""The registry of primitives: each op's shape inference, VJP rule, FLOP count and traits.
 
 A primitive is defined once, in one of the family files of ``core/prims/``, with everything about it side
 by side::
 
-    define("tanh", infer=same_shape, cpu=ew.tanh, flops=per_element(4),
+    define("tanh", infer=same_shape, flops=per_element(4), elementwise=True,
            vjp=lambda g, y, x: (g * (1 - y * y),))
+
+Its kernels are the devices' business: each Backend (ops/backend.py) has one under the primitive's name.
 
 ``infer(*inputs, **attrs)`` receives the input nodes (shape, dtype) and returns ``(shape, dtype)``; it
 raises ``ValueError`` / ``TypeError`` with a short reason, which the tracer turns into a ``ShapeError`` or
@@ -15,9 +17,13 @@ emits graph nodes with the same functional API as user code, so the backward pas
 
 ``flops(out_shape, *input_shapes, **attrs)`` counts floating-point operations on concrete shapes.
 
-``elementwise=True`` marks an op computed element by element from broadcast inputs by one scalar function of
-ops/cpu/elementwise.py of the same name (or a conversion, ``astype``): the fusion pass merges chains of them
-into one generated kernel (``fused``).
+Traits, read by the passes:
+- ``elementwise=True``: computed element by element from broadcast inputs by one scalar function of
+  ops/cpu/elementwise.py of the same name (or a conversion, ``astype``): simplification bypasses broadcasts
+  into it, and the fusion pass merges chains of them into one generated kernel (``fused``);
+- ``shape_only=True``: reads only its inputs' shapes (``size``, ``arange``): folded to a constant when those
+  are concrete;
+- ``differentiable=False``: no gradient (comparisons, indices).
 
 A kernel may offer ``for_dtypes(*input_dtypes, **attrs)``, returning the kernel specialized to those dtypes
 (and to the attributes it reads; the symbolic ``shape`` is bound later, per call): the executor then resolves
@@ -25,7 +31,8 @@ it once per node instead of on every call (the elementwise ufuncs and the fused 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import sys
+from dataclasses import dataclass
 from math import prod
 from typing import Callable
 
@@ -36,26 +43,30 @@ from ..errors import AttnGraphError
 class Primitive:
     name: str
     infer: Callable
-    kernels: dict[str, Callable] = field(default_factory=dict)
     vjp: Callable | None = None
     flops: Callable = lambda out, *ins, **attrs: 0
     differentiable: bool = True
     elementwise: bool = False
+    shape_only: bool = False
     doc: str = ""
+    family: str = ""
 
 
 REGISTRY: dict[str, Primitive] = {}
 
 
-def define(name: str, infer: Callable, *, cpu: Callable | None = None, vjp: Callable | None = None,
-           flops: Callable | None = None, differentiable: bool = True, elementwise: bool = False,
+def define(name: str, infer: Callable, *, vjp: Callable | None = None, flops: Callable | None = None,
+           differentiable: bool = True, elementwise: bool = False, shape_only: bool = False,
            doc: str = "") -> Primitive:
-    """Register a primitive. ``differentiable=False`` marks ops with no gradient (comparisons, indices)."""
+    """Register a primitive; a differentiable one needs its ``vjp``. Its ``family`` is the module that defines it
+    (``core/prims/<family>.py``): drawings colour ops by it."""
     if name in REGISTRY:
         raise AttnGraphError(f"primitive {name!r} is defined twice")
-    kernels = {"cpu": cpu} if cpu is not None else {}
-    prim = Primitive(name, infer, kernels, vjp, flops or (lambda out, *ins, **attrs: 0), differentiable, elementwise,
-                     doc)
+    if differentiable and vjp is None:
+        raise AttnGraphError(f"primitive {name!r} is differentiable but has no VJP (or say differentiable=False)")
+    family = sys._getframe(1).f_globals["__name__"].rpartition(".")[2]
+    prim = Primitive(name, infer, vjp, flops or (lambda out, *ins, **attrs: 0), differentiable, elementwise,
+                     shape_only, doc, family)
     REGISTRY[name] = prim
     return prim
 
@@ -66,19 +77,6 @@ def lookup(name: str) -> Primitive:
     except KeyError:
         raise AttnGraphError(f"unknown op {name!r}; registered primitives: {', '.join(sorted(REGISTRY))}") \
             from None
-
-
-def add_kernel(name: str, device: str, kernel: Callable) -> None:
-    """Attach a device's kernel to an existing primitive (the CUDA backend uses this)."""
-    lookup(name).kernels[device] = kernel
-
-
-def check_registry() -> None:
-    """Fail loudly at import time when a differentiable primitive has no VJP or any primitive no CPU kernel."""
-    missing_vjp = [p.name for p in REGISTRY.values() if p.differentiable and p.vjp is None]
-    missing_cpu = [p.name for p in REGISTRY.values() if "cpu" not in p.kernels]
-    if missing_vjp or missing_cpu:
-        raise AttnGraphError(f"primitives without a VJP: {missing_vjp}; without a CPU kernel: {missing_cpu}")
 
 
 def per_element(cost: int) -> Callable:

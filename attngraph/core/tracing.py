@@ -1,9 +1,9 @@
-"""Tracing: symbolic tensors whose operations append nodes to the graph being built.
+"""Tracing: the graph being built, and the context its nodes are made in.
 
-``Tensor`` wraps a node. Every functional op ends in ``emit(op, *inputs, **attrs)``, which looks up the
-primitive, infers the output's shape and dtype, and appends the node with the current module scope and the
-user's source line. Python loops therefore unroll; ``bool(tensor)`` raises, because a Python branch cannot
-depend on a value that exists only when the graph runs.
+Every op of the functional API ends in ``add_call(op, inputs, attrs)``, which looks up the primitive, infers the
+output's shape and dtype, and appends the node with the current module scope, the user's source line and the
+gradient context. Python loops therefore unroll. The symbolic values users hold are ``Tensor``s
+(core/functional.py), each wrapping one of these nodes.
 """
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ import numpy as np
 from ..errors import DTypeError, ShapeError, TracingError
 from .dims import format_shape, normalize
 from .graph import DTYPES, Graph, Node, unsupported_dtype
-from .parameter import Parameter
 from .primitive import lookup
 
 _ENGINE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -189,50 +188,30 @@ def add_node(op: str, inputs=(), attrs=None, shape=(), dtype="float32", **fields
     return graph.add(op, inputs, attrs or {}, shape, dtype, **fields)
 
 
-def emit(op: str, *inputs, **attrs) -> "Tensor":
-    """Apply primitive ``op`` to ``inputs`` (tensors, parameters, arrays or Python scalars)."""
+def add_call(op: str, inputs: list[Node], attrs: dict) -> Node:
+    """Append a call of primitive ``op`` on ``inputs``, its shape and dtype inferred; a shape rule's ValueError or
+    TypeError becomes a ShapeError or DTypeError naming the op, the scope and the user's source line."""
     prim = lookup(op)
-    nodes = [as_node(x) for x in inputs]
     try:
-        shape, dtype = prim.infer(*nodes, **attrs)
+        shape, dtype = prim.infer(*inputs, **attrs)
     except (ValueError, TypeError) as e:
         error = DTypeError if isinstance(e, TypeError) else ShapeError
         where = f" in scope '{STATE.scopes[-1]}'" if STATE.scopes else ""
-        shapes = ", ".join(f"{format_shape(n.shape)} {n.dtype}" for n in nodes)
+        shapes = ", ".join(f"{format_shape(n.shape)} {n.dtype}" for n in inputs)
         raise error(f"{op}{where} at {user_source()}: {e} (inputs: {shapes})") from None
-    return Tensor(add_node(op, nodes, attrs, shape, dtype))
+    return add_node(op, inputs, attrs, shape, dtype)
 
 
-def add_output(value, name: str) -> Node:
-    """Mark ``value`` as an output of the current graph under ``name``."""
+def add_output(node: Node, name: str) -> Node:
+    """Mark ``node`` as an output of the current graph under ``name``."""
     graph = current_graph()
     if name in graph.output_names:
         raise TracingError(f"two outputs are named {name!r}: rename one (Graph.grad names its outputs "
                            "'grad:<input or parameter>')")
-    node = as_node(value)
     return add_node("output", (node,), {}, node.shape, node.dtype, name=name, scope="", stop_gradient=True)
 
 
-def constant(value, dtype=None) -> "Tensor":
-    array = np.asarray(value, dtype=dtype)
-    if array.dtype == object:
-        raise TracingError(f"cannot make a constant of {type(value).__name__} {value!r:.80}: pass tensors, "
-                           "arrays or numbers (a tuple of tensors is not a tensor; use ag.concat or stack them)")
-    return Tensor(add_node("constant", (), {}, array.shape, array.dtype, value=array, stop_gradient=True))
-
-
-def as_node(x) -> Node:
-    """The graph node for ``x``: a tensor's node, a parameter's node (created on first use) or a constant."""
-    if isinstance(x, Tensor):
-        return x.node
-    if isinstance(x, Parameter):
-        return parameter_node(x)
-    if x is None:
-        raise TracingError("None given where a tensor is expected")
-    return constant(x).node
-
-
-def parameter_node(param: Parameter) -> Node:
+def parameter_node(param) -> Node:
     """The node of ``param`` in the current graph; the same parameter object always maps to one node."""
     node = STATE.parameters.get(id(param))
     if node is None:
@@ -253,72 +232,3 @@ def _unique_parameter_name(attribute: str) -> str:
     while name in taken:
         name, n = f"{base}_{n}", n + 1
     return name
-
-
-def lift_scalars(*xs) -> list:
-    """Turn Python numbers into 0-d constants that take the dtype of the tensors beside them (weak typing,
-    as in JAX): a float joins a float tensor's dtype, an int an integer or float tensor's; else the
-    defaults float32 and int64."""
-    dtypes = [as_dtype(x) for x in xs if not _is_python_number(x)]
-    floats = [d for d in dtypes if d.kind == "f"]
-    ints = [d for d in dtypes if d.kind in "iu"]
-    out = []
-    for x in xs:
-        if not _is_python_number(x):
-            out.append(x)
-        elif isinstance(x, float):
-            out.append(constant(x, floats[0] if floats else np.float32))
-        else:
-            out.append(constant(x, (floats or ints or [np.dtype(np.int64)])[0]))
-    return out
-
-
-def _is_python_number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-def as_dtype(x) -> np.dtype:
-    if isinstance(x, Tensor):
-        return x.dtype
-    if isinstance(x, Parameter):
-        return x.data.dtype
-    return np.asarray(x).dtype
-
-
-class Tensor:
-    """A symbolic value of the graph being traced. Supports ``+ - * / ** @``, unary ``-``, comparisons
-    ``< <= > >=``, ``.T``, ``.shape``, indexing and slicing. ``==`` stays identity (use ``ag.equal``)."""
-
-    __array_priority__ = 100
-    __array_ufunc__ = None      # NumPy defers to our operators: ``array @ tensor`` builds a node
-    __slots__ = ("node",)
-
-    def __init__(self, node: Node):
-        self.node = node
-
-    shape = property(lambda self: self.node.shape)
-    dtype = property(lambda self: self.node.dtype)
-    ndim = property(lambda self: len(self.node.shape))
-    name = property(lambda self: self.node.name)
-
-    def __repr__(self):
-        return f"Tensor({format_shape(self.shape)}, {self.dtype}, op={self.node.op}, {self.node.label})"
-
-    def __bool__(self):
-        raise TracingError(
-            f"cannot branch on a traced value ({self.node.describe()}): its value exists only when the "
-            "graph runs. Use ag.where(cond, a, b) to select between values, or a Python value for control "
-            "flow.")
-
-    def __len__(self):
-        if not self.shape:
-            raise TypeError("len() of a 0-d tensor")
-        if isinstance(self.shape[0], str):
-            raise TracingError(f"len() of a tensor whose first dimension is symbolic ({self.shape[0]})")
-        return self.shape[0]
-
-    def __iter__(self):
-        return (self[i] for i in range(len(self)))
-
-    __hash__ = object.__hash__
-    # Operators and methods are attached by core/functional.py, which defines the ops they call.

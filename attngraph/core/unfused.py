@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from . import functional as F
-from .tracing import as_node
+from .functional import as_node
 
 
 def softmax(x, axis: int = -1, mask=None):

@@ -15,13 +15,10 @@ evaluation, pictures), train_seconds, final_train_loss (the mean loss of the las
 the demo's held-out metrics, and the files written. The trainer also appends a line per step to
 train.jsonl (``Trainer``'s metrics file).
 
-Threads (``--threads``, default 1). On this project's 2-core machine, shared with other jobs, the engine
-ran fastest on one thread. OpenBLAS's threads wait for one another inside every product, and when another
-process holds a core they wait for a whole time slice: a 768×128 @ 128×512 product took 19.8 ms on
-OpenBLAS's 2 threads against 2.5 ms on one while a busy loop ran beside it; numba's OpenMP threads, spinning
-between kernels, make it worse. A GPT training step (4 layers, width 128, 12 × 64 tokens) took 2.75 s with
-the defaults (numba and OpenBLAS on 2 threads each), 0.33 s with OMP_WAIT_POLICY=passive, 0.69 s with
-OpenBLAS on one thread, and 0.11 s with both on one thread. So a demo sets OpenBLAS's thread count
+Threads (``--threads``, default 1): on a small machine shared with other jobs the engine runs fastest on
+one thread. OpenBLAS's threads wait for one another inside every product, and when another process holds a
+core they wait for a whole time slice; numba's OpenMP threads, spinning between kernels, make it worse. So a
+demo sets OpenBLAS's thread count
 (OPENBLAS_NUM_THREADS, read when numba first loads SciPy's BLAS, i.e. before the first kernel runs; in a
 process that has already run kernels only numba's count changes) and numba's (``numba.set_num_threads``),
 and lets idle OpenMP threads sleep rather than spin (OMP_WAIT_POLICY=passive, unless set).
@@ -46,7 +43,7 @@ import numpy as np
 
 from ..core import Input
 from ..render.curves import line_chart
-from ..render.graph import RenderError
+from ..errors import RenderError
 from ..render.heatmap import attention_heatmap
 from ..train import Adam, AdamW, CosineDecay, Trainer
 from ..train.data import LabelledText, Vocabulary, read_labelled_text, tokenize

@@ -1,2 +1,3 @@
 """Writing graphs in other formats: ONNX (``export_onnx``). Like render/ and inspect/, export reads graphs."""
-from .onnx import ExportError, export_onnx, to_onnx
+from ..errors import ExportError
+from .onnx import export_onnx, to_onnx

@@ -30,18 +30,16 @@ from pathlib import Path
 
 import numpy as np
 
+from ops.cpu.attention import extras
+
 from ..core.dims import Dim, multiply, symbols
-from ..core.graph import Graph, Node
+from ..core.graph import Graph, Node, graph_method
 from ..core.passes import unfuse
-from ..core.prims.attention import extras
-from ..errors import AttnGraphError, BindingError
+from ..errors import BindingError, ExportError
+from ..version import __version__
 
 OPSET = 18
 INT64_MAX, INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
-
-
-class ExportError(AttnGraphError):
-    """A graph that cannot be written as ONNX, or ``onnx`` not installed."""
 
 
 def onnx_package():
@@ -53,6 +51,7 @@ def onnx_package():
     return onnx
 
 
+@graph_method("export_onnx")
 def export_onnx(graph: Graph, path, **sizes: int) -> Path:
     """Write ``graph`` to ``path`` as an ONNX model (see the module docstring), atomically; returns the path.
     ``sizes`` fix symbolic dimensions (``T=128``) instead of leaving them to run time."""
@@ -65,7 +64,6 @@ def export_onnx(graph: Graph, path, **sizes: int) -> Path:
 def to_onnx(graph: Graph, **sizes: int):
     """``graph`` as an ``onnx.ModelProto``."""
     onnx = onnx_package()
-    from .. import __version__
     builder = _Builder(onnx, graph, sizes)
     body = onnx.helper.make_graph(builder.nodes, "attngraph", builder.inputs(), builder.outputs,
                                   initializer=builder.initializers)

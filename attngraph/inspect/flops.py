@@ -1,31 +1,12 @@
 """FLOP counts and sizes of a graph's nodes, on concrete shapes.
 
-Each primitive counts its own floating-point operations (``flops=`` in ``core/prims``); a multiply-add
-counts 2. Per op:
-
-- ``matmul`` (..., m, k) @ (..., k, n): 2·m·n·k per output matrix, times the batch.
-- 1 per output element: ``add sub mul div neg maximum minimum where relu sqrt abs`` and the comparisons ``equal
-  not_equal less less_equal greater greater_equal``; 2: ``rsqrt clip``; 4: ``exp log``; 6: ``tanh sigmoid``;
-  7: ``silu``; 10: ``erf gelu pow sin cos`` (transcendentals as the short polynomials the kernels evaluate).
-- ``sum max min``: 1 per input element; ``logsumexp``: 4 per input element (max, subtract, exp, sum);
-  ``scatter_add``: 1 per added element.
-- ``softmax log_softmax``: 5 per element (max, subtract, exp, sum, divide); ``softmax_grad
-  log_softmax_grad``: 4.
-- ``layer_norm``: 8 per element, ``layer_norm_grad``: 10, ``layer_norm_params_grad``: 8 per input element;
-  ``cross_entropy cross_entropy_grad``: 5 per logit; ``dropout``: 2 per element; ``gelu_grad``: 14 per
-  element.
-- ``attention`` (fused, flash-style): per score 2·d (q·k) + 1 (scale) + 5 (softmax) + 2·dv (mixing), over
-  the whole Tq × Tk matrix even when causal — as the composition counts them; ``attention_grad``: per score
-  6·d + 4·dv + 9 (the recomputed scores and the three gradient products); ``attention_bias_grad``: per score
-  2·d + 2·dv + 9 (the recomputed scores and dO vᵀ).
-- ``conv2d`` (B, C, H, W) by (O, C, kh, kw): 2·C·kh·kw per output element; ``conv2d_input_grad
-  conv2d_weight_grad``: as many per element of their output gradient g. ``max_pool2d avg_pool2d``: kh·kw per
-  output element; ``avg_pool2d_grad``: kh·kw per element of g, ``max_pool2d_grad``: 1.
-- ``argmax argmin``: 1 per input element (a comparison); ``argsort``: n·⌈log₂ n⌉ per row of n elements (a merge
-  sort's comparisons); ``cumsum``: 1 per element.
-- ``fused`` (the fusion pass's generated kernels): the sum of the counts of the ops it runs.
-- 0, for data movement and integer work: ``reshape transpose broadcast_to getitem scatter_slice concat
-  gather astype stop_gradient size arange relative_distance logical_and logical_or logical_not``.
+Each primitive counts its own floating-point operations: ``flops=`` in its definition (``core/prims``) is
+the documentation of its count. The conventions they follow: a multiply-add counts 2 (``matmul`` is 2·m·n·k
+per output matrix); an elementwise op counts the operations of the short polynomial its kernel evaluates, per
+output element (1 for ``add``, 6 for ``tanh``, 10 for ``erf``); a reduction counts 1 per input element; the
+fused kernels (attention flash-style, softmax, layer norm, cross-entropy) count what their composition would,
+over the whole Tq × Tk matrix even when causal; a ``fused`` node counts the ops it runs; data movement and
+integer work count 0.
 
 Symbolic dimensions must be bound to count: ``binding(graph, B=32, T=128)``. A symbol left unbound counts
 as 1, and every report says which binding it used.

@@ -17,6 +17,7 @@ import numpy as np
 from ..core.api import _grad_graph, _input
 from ..core.executor import Executable
 from ..core.graph import Graph
+from ..core.functional import as_node
 from ..core.tracing import add_output, building
 
 
@@ -84,7 +85,7 @@ def gradcheck_parameters(loss: Callable, module, *args, eps: float = 1e-6, atol:
 def _forward_graph(fn: Callable, arrays: list[np.ndarray], root=None) -> Graph:
     graph = Graph()
     with building(graph, root=root):
-        add_output(fn(*[_input(f"arg{i}", a) for i, a in enumerate(arrays)]), "value")
+        add_output(as_node(fn(*[_input(f"arg{i}", a) for i, a in enumerate(arrays)])), "value")
     return graph
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..core.graph import Graph, Node
+from ..core.graph import Graph, Node, graph_method
 from .calls import Call, ancestors, call_paths, is_backward, short_name
 from .flops import binding, describe_binding, format_bytes, format_count, node_bytes, node_flops
 
@@ -67,6 +67,7 @@ class Summary:
     __repr__ = __str__
 
 
+@graph_method("summary")
 def summary(graph: Graph, depth: int | None = None, model=None, **sizes: int) -> Summary:
     """The module tree of ``graph`` down to ``depth`` (default: all), symbolic dimensions bound by ``sizes``;
     ``model``, the module traced, gives each row's type (else left empty)."""

@@ -16,6 +16,7 @@ from ..errors import BindingError, DTypeError, ShapeError
 from ..nn.checks import integer
 
 PAD, BOS, EOS, MASK = 0, 1, 2, 3
+SPECIALS = ("<pad>", "<s>", "</s>", "<mask>")       # the symbols of PAD, BOS, EOS and MASK
 FIRST = 4
 IGNORE = -100
 

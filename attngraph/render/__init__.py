@@ -1,4 +1,5 @@
 """Drawing graphs (graphviz) and attention maps."""
-from .graph import RenderError, render_graph, to_dot, to_svg
+from ..errors import RenderError
+from .graph import render_graph, to_dot, to_svg
 from .heatmap import attention_heatmap
 from .picture import Picture, picture

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .graph import RenderError
+from ..errors import RenderError
+
 
 FONT = 'font-family="Helvetica, Arial, sans-serif"'
 PALETTE = ("#9ecae1", "#08519c", "#e6550d", "#31a354", "#756bb1", "#636363")

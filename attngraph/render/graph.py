@@ -35,9 +35,9 @@ import graphviz
 import numpy as np
 
 from ..core.dims import resolve_shape
-from ..core.graph import Graph, Node
+from ..core.graph import Graph, Node, graph_method
 from ..core.prims.fused import formula
-from ..errors import AttnGraphError
+from ..errors import RenderError
 from ..inspect.calls import Call, is_backward, is_within, short_name
 from ..inspect.flops import binding, describe_binding, format_count, node_flops
 from ..inspect.summary import shape_text, summary
@@ -53,10 +53,6 @@ FORMULA_LIMIT = 60      # characters of a fused node's formula in its box (the t
 DTYPES = {"float32": "f32", "float64": "f64", "float16": "f16", "int64": "i64", "int32": "i32", "bool": "bool"}
 
 
-class RenderError(AttnGraphError):
-    """The graph could not be laid out (e.g. graphviz's ``dot`` is missing)."""
-
-
 def format_of(path: Path) -> str:
     """The format that ``path``'s suffix names (``svg``, ``png``, ``pdf``, ``dot``; any case), or RenderError."""
     fmt = path.suffix.lstrip(".").lower()
@@ -66,6 +62,7 @@ def format_of(path: Path) -> str:
     return fmt
 
 
+@graph_method("render")
 def render_graph(graph: Graph, path, **options) -> Path:
     """Write ``graph`` to ``path``; the format comes from the suffix (.svg, .png, .pdf, .dot). The ``.dot``
     beside it is always written, even when laying it out fails."""
@@ -79,6 +76,7 @@ def render_graph(graph: Graph, path, **options) -> Path:
     return path
 
 
+@graph_method("_repr_svg_")
 def to_svg(graph: Graph, **options) -> str:
     """The SVG drawing as text (what notebooks show for ``graph._repr_svg_()``)."""
     return _layout(to_dot(graph, **options).source, "svg", "SVG").decode()
@@ -244,9 +242,10 @@ class _Drawing:
     def legend(self) -> str:
         kinds = {"module" if b.module else b.node.kind for b in self.pic.boxes}
         folded = {x.kind for b in self.pic.boxes for _, x in b.folded}
-        families = {style.FAMILY_OF.get(n.op) for b in self.pic.boxes if not b.module for n in b.nodes}
+        families = {style.family_of(n.op) for b in self.pic.boxes if not b.module for n in b.nodes if n.kind == "call"}
         return style.legend([k for k in style.KINDS if k in kinds], [k for k in style.FOLDED if k in folded],
-                            [f for f in style.FAMILIES if f in families], any(map(_is_backward, self.pic.boxes)))
+                            [f for f in style.FAMILIES if f in families] + sorted(families - set(style.FAMILIES)),
+                            any(map(_is_backward, self.pic.boxes)))
 
 
 def _footer(graph: Graph, view: str, bindings: dict[str, int], pic: Picture) -> str:

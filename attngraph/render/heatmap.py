@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .graph import RenderError
+from ..errors import RenderError
+
 
 FONT = 'font-family="Helvetica, Arial, sans-serif"'
 

@@ -33,12 +33,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.graph import Graph, Node
+from ..core.graph import Graph, Node, graph_method
+from ..errors import RenderError
 from ..inspect.attention import attention_maps
 from ..inspect.calls import is_within
 from ..inspect.flops import binding, describe_binding, format_count, node_flops
 from ..inspect.summary import shape_text, summary
-from .graph import RenderError, attribute_text, to_svg
+from .graph import attribute_text, to_svg
 from .picture import BUDGET, Box, picture
 
 VIEW_BUDGET = 3 * BUDGET    # boxes; more than a static drawing holds, since the page folds and zooms
@@ -70,6 +71,7 @@ PAGE = """<!DOCTYPE html>
 """
 
 
+@graph_method("to_html")
 def to_html(graph: Graph, path=None, *, inputs: dict | None = None,
             vocabulary: Mapping[int, str] | Sequence[str] | None = None, title: str = "attngraph",
             view: str = "forward", depth: int | None = None, roll: bool | None = None, budget: int = VIEW_BUDGET,

@@ -1,31 +1,26 @@
-"""How boxes and edges look: a colour per op family, a style per node kind, and the legend that explains
-them. Colours are soft fills (ColorBrewer pastels) so that the text on them stays the thing to read; the
-many elementwise and data-movement ops are the quietest."""
+"""How boxes and edges look: a colour per op family (the module of core/prims that defines the op), a style per
+node kind, and the legend that explains them. Colours are soft fills (ColorBrewer pastels) so that the text on
+them stays the thing to read; the many elementwise and data-movement ops are the quietest."""
 from __future__ import annotations
 
 import html
 import math
 
-FAMILIES = {
-    "linear algebra": ("#c6dbef", "matmul"),
-    "attention": ("#9ecae1", "attention attention_grad attention_bias_grad"),
-    "convolution & pooling": ("#a1d99b", ("conv2d conv2d_input_grad conv2d_weight_grad max_pool2d max_pool2d_grad "
-                                          "avg_pool2d avg_pool2d_grad")),
-    "activation": ("#c7e9c0", "exp log sqrt rsqrt tanh sigmoid silu relu erf gelu gelu_grad sin cos"),
-    "normalization": ("#fdd0a2", ("softmax softmax_grad log_softmax log_softmax_grad layer_norm layer_norm_grad "
-                                  "layer_norm_params_grad")),
-    "loss": ("#fcbba1", "cross_entropy cross_entropy_grad"),
-    "reduction": ("#dadaeb", "sum max min logsumexp size"),
-    "ordering & scans": ("#e7d4e8", "argmax argmin argsort cumsum"),
-    "random": ("#d0ece7", "dropout"),
-    "arithmetic": ("#f0f0f0", "add sub mul div neg pow maximum minimum where abs clip"),
-    "fused elementwise": ("#fff7bc", "fused"),
-    "data movement": ("#ffffff", ("reshape transpose broadcast_to getitem scatter_slice concat gather scatter_add "
-                                  "astype stop_gradient")),
-    "masks & positions": ("#f2f0f7", ("equal not_equal less less_equal greater greater_equal logical_and "
-                                      "logical_or logical_not arange relative_distance")),
+from ..core.primitive import lookup
+
+FAMILIES = {         # a primitive's family (the core/prims module defining it): its legend and its colour
+    "linalg": ("linear algebra", "#c6dbef"),
+    "attention": ("attention", "#9ecae1"),
+    "elementwise": ("elementwise", "#c7e9c0"),
+    "nn": ("normalization, loss, dropout", "#fdd0a2"),
+    "reduce": ("reduction", "#dadaeb"),
+    "fused": ("fused elementwise", "#fff7bc"),
+    "movement": ("data movement", "#ffffff"),
+    "positions": ("positions", "#f2f0f7"),
+    "conv": ("convolution & pooling", "#a1d99b"),
+    "sort": ("ordering", "#e7d4e8"),
+    "scan": ("scans", "#fde0dd"),
 }
-FAMILY_OF = {op: family for family, (_, ops) in FAMILIES.items() for op in ops.split()}
 COMMUTATIVE = {"add", "mul", "maximum", "minimum", "equal", "not_equal", "logical_and", "logical_or"}
 
 BORDER = "#666666"
@@ -52,10 +47,20 @@ def node_style(kind: str, op: str, backward: bool) -> dict:
     """Graphviz attributes of a box: by kind for inputs, parameters, outputs and modules, by op family
     for op calls; the backward pass gets a dashed red outline."""
     style = dict(KINDS.get(kind) or dict(shape="box", style="rounded,filled", color=BORDER,
-                                         fillcolor=FAMILIES.get(FAMILY_OF.get(op, ""), ("#ffffff",))[0]))
+                                         fillcolor=family_style(family_of(op))[1] if kind == "call" else "#ffffff"))
     if backward:
         style.update(color=BACKWARD, style=style["style"] + ",dashed")
     return style
+
+
+def family_of(op: str) -> str:
+    """The family of primitive ``op``."""
+    return lookup(op).family
+
+
+def family_style(family: str) -> tuple[str, str]:
+    """(legend label, fill colour) of a family; a family without a colour of its own is white."""
+    return FAMILIES.get(family, (family, "#ffffff"))
 
 
 def edge_style(backward: bool, saved: bool) -> dict:
@@ -74,7 +79,8 @@ def legend(kinds: list[str], folded: list[str], families: list[str], backward: b
     op families and the backward pass."""
     rows = [f'<TR><TD BGCOLOR="{KINDS[k]["fillcolor"]}" COLOR="{KINDS[k]["color"]}">{k}</TD></TR>' for k in kinds]
     rows += [f'<TR><TD><FONT COLOR="{FOLDED[k]}">{k} (inside its user)</FONT></TD></TR>' for k in folded]
-    rows += [f'<TR><TD BGCOLOR="{FAMILIES[f][0]}">{html.escape(f)}</TD></TR>' for f in families]
+    rows += [f'<TR><TD BGCOLOR="{colour}">{html.escape(label)}</TD></TR>' for label, colour in map(family_style,
+                                                                                                     families)]
     if backward:
         rows.append(f'<TR><TD COLOR="{BACKWARD}"><FONT COLOR="{BACKWARD}">∇ backward pass</FONT></TD></TR>')
     return ('<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="2" CELLPADDING="3" COLOR="#999999">'

@@ -36,6 +36,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import CheckpointError
+from ..version import __version__
 from . import files
 
 FORMAT = 2
@@ -59,11 +60,9 @@ def save(path, model, optimizer=None, metadata: dict | None = None) -> Path:
     allowed) to ``path`` (``.npz`` added when missing), atomically; returns the file's path. A file that
     cannot be written (a folder without write permission, a full disk, a path through a file) raises
     ``CheckpointError`` naming it and the cause, and leaves the previous checkpoint as it was."""
-    import attngraph
-
     npz = file_of(path)
     params = model.state_dict()
-    meta = {"format": FORMAT, "attngraph_version": attngraph.__version__,
+    meta = {"format": FORMAT, "attngraph_version": __version__,
             "model_class": f"{type(model).__module__}.{type(model).__qualname__}",
             "parameters": _described(params), "optimizer": None if optimizer is None else optimizer.config()}
     if reserved := sorted(meta.keys() & (metadata or {}).keys()):

@@ -39,38 +39,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from types import SimpleNamespace
 
 import numpy as np
 
-from ops.cpu import optim as cpu_kernels
-
-from ..core.executor import get_device
+from ..core.device import backend, backend_of, host
 from ..core.parameter import Parameter
 from ..errors import CheckpointError
 from ..nn.checks import flag, non_negative, probability
 
 
-def _device_of(a) -> str:
-    """"cuda" for a CUDA device array, "cpu" for anything else (a NumPy array, a list)."""
-    return "cuda" if getattr(a, "__cuda_ndarray__", False) else "cpu"
-
-
-def _on_its_device(name: str):
-    """ops/cpu/optim.py's function ``name``, or ops/cuda/optim.py's (imported on first use) when its first
-    argument (the parameter, or the gradient) is a device array."""
-    def kernel(a, *args, **kwargs):
-        if _device_of(a) == "cpu":
-            module = cpu_kernels
-        else:
-            from ops.cuda import optim as module
-        return getattr(module, name)(a, *args, **kwargs)
-    kernel.__name__ = kernel.__qualname__ = name
-    return kernel
-
-
-kernels = SimpleNamespace(**{name: _on_its_device(name) for name in ("sgd", "adam", "adamw", "accumulate", "scale",
-                                                                     "zeros_like", "sum_of_squares")})
+def _kernel(name: str, array):
+    """The optimizer kernel ``name`` (ops/cpu/optim.py) of the device where ``array`` lives."""
+    return backend_of(array).kernels[name]
 
 
 def _betas(name: str, value) -> tuple[float, float]:
@@ -98,7 +78,7 @@ class Optimizer:
         for name, value in settings.items():
             setattr(self, name, value)
         self.steps = 0
-        self.state = {key: [kernels.zeros_like(p.data) for _, p in self.named] for key in self.state_names(settings)}
+        self.state = {key: [backend_of(p.data).zeros_like(p.data) for _, p in self.named] for key in self.state_names(settings)}
 
     @staticmethod
     def state_names(settings: dict) -> tuple[str, ...]:
@@ -117,8 +97,8 @@ class Optimizer:
         for (name, p), g in zip(self.named, grads):
             if g is not None and np.shape(g) != p.shape:
                 raise ValueError(f"gradient of shape {np.shape(g)} for parameter {name!r} of shape {p.shape}")
-            if g is not None and _device_of(g) != p.device:
-                raise ValueError(f"the gradient of parameter {name!r} is on {_device_of(g)!r} but the parameter is "
+            if g is not None and backend_of(g).name != p.device:
+                raise ValueError(f"the gradient of parameter {name!r} is on {backend_of(g).name!r} but the parameter is "
                                  f"on {p.device!r}: compute it on the parameter's device")
         self.steps += 1
         for i, ((_, p), g) in enumerate(zip(self.named, grads)):
@@ -129,12 +109,12 @@ class Optimizer:
         """The state arrays of parameter i, moved to where it lives when it has moved since they were made."""
         device = self.named[i][1].device
         for arrays in self.state.values():
-            if _device_of(arrays[i]) != device:
-                arrays[i] = get_device(device).put(arrays[i])
+            if backend_of(arrays[i]).name != device:
+                arrays[i] = backend(device).put(arrays[i])
         return [arrays[i] for arrays in self.state.values()]
 
     def update(self, param, grad, state: list, scale: float) -> None:
-        """One step of one parameter (``kernels`` run it on the parameter's device)."""
+        """One step of one parameter (its device's kernels run it)."""
         raise NotImplementedError
 
     @classmethod
@@ -196,7 +176,7 @@ class Optimizer:
         and the state arrays, each put where its parameter lives. Everything is checked first
         (``check_state_dict``): a difference raises ``CheckpointError`` and leaves the optimizer unchanged."""
         settings = self.check_state_dict(state)
-        arrays = {key: [get_device(p.device).put(np.array(state[f"{key}/{name}"], copy=True, order="C"))
+        arrays = {key: [backend(p.device).put(np.array(state[f"{key}/{name}"], copy=True, order="C"))
                         for name, p in self.named] for key in self.state_names(settings)}
         for name, value in settings.items():
             setattr(self, name, value)
@@ -228,8 +208,8 @@ class SGD(Optimizer):
         return ("momentum_buffer",) if settings["momentum"] else ()
 
     def update(self, param, grad, state, scale):
-        kernels.sgd(param, grad, state[0] if state else None, self.lr, self.momentum, self.weight_decay,
-                    self.nesterov, scale)
+        _kernel("sgd", param)(param, grad, state[0] if state else None, self.lr, self.momentum, self.weight_decay,
+                              self.nesterov, scale)
 
 
 class Adam(Optimizer):
@@ -238,7 +218,11 @@ class Adam(Optimizer):
     θ ← θ − η/(1−β₁ᵗ) · m / (√v/√(1−β₂ᵗ) + ε)."""
 
     hyperparameters = {"betas": _betas, "eps": non_negative, "weight_decay": non_negative}
-    kernel = staticmethod(kernels.adam)
+    rule = "adam"
+
+    def kernel(self, param, *args):
+        """Update ``param`` by the rule ``self.rule`` (ops/cpu/optim.py's arguments), on its device."""
+        _kernel(self.rule, param)(param, *args)
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0):
@@ -257,7 +241,7 @@ class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter 2019): θ ← θ·(1 − ηλ) before the Adam step,
     so the decay is not rescaled by the moments. PyTorch's default λ = 0.01."""
 
-    kernel = staticmethod(kernels.adamw)
+    rule = "adamw"
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.01):
@@ -284,13 +268,13 @@ class GradientAccumulator:
                 self.grads = [None if g is None else _copy(g) for g in self.grads]
             for total, g in zip(self.grads, grads):
                 if total is not None:
-                    kernels.accumulate(total, g)
+                    _kernel("accumulate", total)(total, g)
         self.count += 1
 
 
 def global_norm(grads: Iterable[np.ndarray | None]) -> float:
     """‖g‖ = √(Σᵢ ‖gᵢ‖²) over every gradient array (None skipped), accumulated in float64."""
-    return math.sqrt(sum(kernels.sum_of_squares(g) for g in grads if g is not None))
+    return math.sqrt(sum(_kernel("sum_of_squares", g)(g) for g in grads if g is not None))
 
 
 def clip_factor(norm: float, max_norm: float) -> float:
@@ -308,20 +292,18 @@ def clip_grad_norm(grads: Sequence[np.ndarray | None], max_norm: float) -> float
     if factor < 1:
         for g in grads:
             if g is not None:
-                kernels.scale(g, factor)
+                _kernel("scale", g)(g, factor)
     return norm
 
 
 def _host_copy(a) -> np.ndarray:
-    return np.array(a, copy=True) if _device_of(a) == "cpu" else a.copy_to_host()
+    return np.array(host(a), copy=True)
 
 
 def _copy(g):
     """A new array holding ``g``'s values, on its device."""
-    if _device_of(g) == "cpu":
-        return np.array(g, copy=True)
-    total = kernels.zeros_like(g)
-    kernels.accumulate(total, g)
+    total = backend_of(g).zeros_like(g)
+    _kernel("accumulate", g)(total, g)
     return total
 
 

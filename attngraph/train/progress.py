@@ -1,8 +1,9 @@
 """``CompileProgress``: what numba is compiling, shown while it compiles.
 
 numba compiles a kernel the first time it runs on new argument types; on a cold cache a graph's first run
-compiles tens of kernels (5-30 s), later runs load them from numba's cache. Everything that runs graphs for a
-user (``Trainer.fit``, ``attngraph check-grads`` and ``warmup``, the demos) shows those compiles with it::
+compiles tens of kernels (seconds to tens of seconds), later runs load them from numba's cache. Everything that
+runs graphs for a user (``Trainer.fit``, ``attngraph check-grads`` and ``warmup``, the demos) shows those compiles
+with it::
 
     with CompileProgress():
         executable(**feeds)

@@ -60,7 +60,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..core.api import trace
-from ..core.executor import get_device
+from ..core.device import backend
 from ..core.tracing import Input
 from ..errors import AttnGraphError, CheckpointError, NonFiniteError
 from ..nn import checks
@@ -110,7 +110,7 @@ class Trainer:
         if log_every is not None:
             checks.integer("log_every", log_every)
         checks.flag("compile_progress", compile_progress)
-        self._to_host = get_device(device).get
+        self._to_host = backend(device).get
         self.model, self.loss_fn, self.optimizer, self.schedule = model.to(device), loss_fn, optimizer, schedule
         self.inputs, self.device, self.clip, self.accumulate = inputs, device, clip, accumulate
         self.eval_every, self.eval_fn, self.patience = eval_every, eval_fn, patience

@@ -34,15 +34,9 @@ v outputs of queries that do not see it, as 0 · NaN = NaN (PyTorch's too). The 
 Products go through BLAS (np.dot inside numba) one chunk at a time: BQ·BK·max(d, dv) ≤ 2**18
 multiply-adds keeps OpenBLAS on the calling thread, so threads share the tiles (forward: the (n, tile)
 pairs; backward: the n, each thread owning its dK and dV) without oversubscribing the cores. The
-threads are Python threads running ``nogil`` kernels (``threads.in_threads``): as prange loops the two
-kernels took 3-4x longer to compile. K and V are read as chunks stored transposed, because OpenBLAS
-multiplies by a transposed right operand at ~87 GFLOP/s and by a plain one at ~150 (64³ on one core,
-cache-hot).
-
-Measured on one core (CPU time, the machine shared), causal, against PyTorch 2.13's
-scaled_dot_product_attention: N = 128, T = 64, d = 32: forward 1.7 ms, backward 2.8 ms (PyTorch 3.5 and
-2.7); N = 32, T = 256, d = 32: 3.8 and 6.5 ms (3.4 and 7.7); N = 4, T = 4096, d = 64: 101 and 227 ms
-(83 and 193), the exponentials taking a third of the forward.
+threads are Python threads running ``nogil`` kernels (``threads.in_threads``), which compile faster than
+prange loops. K and V are read as chunks stored transposed, because OpenBLAS multiplies by a plain right
+operand markedly faster than by a transposed one.
 """
 import math
 
@@ -148,9 +142,8 @@ def _key_end(i, tq, tk, causal):
 @njit(cache=True)
 def _chunks_transposed(x, bk, out):
     """Fill out (chunks, f · bk) with x (T × f) as its key chunks transposed: out[c, :f·w].reshape(f, w) =
-    x[c·bk : c·bk + w]ᵀ. BLAS runs q kᵀ at 150 GFLOP/s with kᵀ so stored and at 87 reading k transposed
-    (64 × 64 × 64, one core). (Explicit loops here and below: numba took 6 s to compile one whole-array
-    assignment.)"""
+    x[c·bk : c·bk + w]ᵀ, so that BLAS reads kᵀ as stored rather than k transposed. (Explicit loops here and
+    below: numba compiles a whole-array assignment far more slowly.)"""
     t, f = x.shape
     for c in range(out.shape[0]):
         j0 = c * bk
@@ -314,3 +307,12 @@ def _backward_heads(start, stop, q, k, v, g, o, dq, dk, dv, dz, allowed_rows, al
                     _add(dq[n, i0:i1], dq_part[:rows])
                     np.dot(dsc.T, q[n, i0:i1], dk_part[:w])
                     _add(dk[n, j0:j0 + w], dk_part[:w])
+
+
+KERNELS = {
+    "attention": lambda q, k, v, *extra, causal, scale: attention(q, k, v, *kernel_args(extra, causal, scale)),
+    "attention_grad": lambda g, o, q, k, v, *extra, causal, scale: attention_backward(
+        g, o, q, k, v, *kernel_args(extra, causal, scale)),
+    "attention_bias_grad": lambda g, o, q, k, v, *extra, causal, scale: attention_bias_backward(
+        g, o, q, k, v, *kernel_args(extra, causal, scale)),
+}

@@ -184,3 +184,14 @@ def _avg_pool_backward(g, H, W, kh, kw, sh, sw):
                     for s in range(j * sw, j * sw + kw):
                         dx[b, c, r, s] += share
     return dx
+
+
+KERNELS = {
+    "conv2d": conv2d,
+    "conv2d_input_grad": lambda g, w, x, **attrs: conv2d_input_grad(g, w, x.shape, **attrs),
+    "conv2d_weight_grad": conv2d_weight_grad,
+    "max_pool2d": max_pool2d,
+    "max_pool2d_grad": max_pool2d_grad,
+    "avg_pool2d": avg_pool2d,
+    "avg_pool2d_grad": lambda g, x, **attrs: avg_pool2d_grad(g, x.shape, **attrs),
+}

@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit, prange
 
 from ops.cpu import mathfn
+from ops.cpu.layout import rows
 from ops.cpu.threads import parallel_kernel
 
 
@@ -118,3 +119,11 @@ def _cross_entropy_backward_rows(logits, targets, ignore, use_ignore, scale):
             if status == _OUT_OF_RANGE:
                 bad_row = max(bad_row, r)
     return dlogits, bad_row
+
+
+KERNELS = {
+    "cross_entropy": lambda logits, targets, ignore_index: cross_entropy(rows(logits), targets.reshape(-1),
+                                                                         ignore_index),
+    "cross_entropy_grad": lambda g, logits, targets, ignore_index: cross_entropy_backward(
+        g, rows(logits), targets.reshape(-1), ignore_index).reshape(logits.shape),
+}

@@ -49,3 +49,6 @@ def _dropout_flat(x, seed, key, threshold, scale):
         keep = _mix(stream + np.uint64(i + 1) * _GAMMA) >> _S11 >= threshold
         out[i] = x[i] * scale if keep else x.dtype.type(0)
     return out
+
+
+KERNELS = {"dropout": lambda x, seed, p, key: dropout(x, p, int(seed), key)}

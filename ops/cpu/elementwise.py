@@ -33,7 +33,7 @@ class Elementwise:
 
     def for_dtypes(self, *dtypes):
         """The op for inputs of exactly these dtypes, its loop compiled if new: the plain NumPy ufunc with the
-        loop's ``signature`` bound, 0.5 us a call on small arrays where ``__call__`` takes 2.3 (the executor
+        loop's ``signature`` bound, which skips the type dispatch of ``__call__`` on every call (the executor
         asks once per node). ``out=...`` makes 0-d results arrays, not NumPy scalars."""
         loop = self._loops.get(dtypes)
         if loop is None:
@@ -182,18 +182,6 @@ def relu(x):
 
 
 @NanQuiet
-def gelu_tanh(x):
-    """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3))), the tanh approximation of GELU"""
-    return mathfn.gelu_tanh(x)
-
-
-@NanQuiet
-def gelu_erf(x):
-    """0.5 x (1 + erf(x / sqrt 2)), the exact GELU"""
-    return mathfn.gelu_erf(x)
-
-
-@NanQuiet
 def maximum(a, b):
     """the larger of a and b, NaN if either is NaN"""
     return np.maximum(a, b)
@@ -263,3 +251,11 @@ def logical_or(a, b):
 def logical_not(a):
     """not a, as bool"""
     return not a
+
+
+def astype(x, dtype):
+    """x converted to ``dtype`` (a new array)."""
+    return np.asarray(x).astype(dtype)
+
+
+KERNELS = {**{name: op for name, op in globals().items() if isinstance(op, Elementwise)}, "astype": astype}

@@ -5,9 +5,9 @@
 
 An index outside [0, V) raises IndexError naming it (negative indices too: they are not Python-style
 wrapped); the wrappers check before the kernels run, which then need no bounds checks (a bad-index
-reduction in the kernel made gather 2x slower). In scatter_add each thread owns a range of output rows
+reduction in the kernel would slow gather down). In scatter_add each thread owns a range of output rows
 and scans all indices for its own, so no two threads add into the same row and each adds whole
-contiguous rows: (8192 indices, D = 512) into 10000 rows takes 1.9 ms on 2 threads, 3.2 ms serially.
+contiguous rows.
 """
 import math
 
@@ -60,3 +60,6 @@ def _scatter_add_rows(g, idx, num_rows, threads):
                 for j in range(g.shape[1]):
                     out[idx[i], j] += g[i, j]
     return out
+
+
+KERNELS = {"gather": gather, "scatter_add": scatter_add}

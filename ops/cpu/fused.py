@@ -82,7 +82,7 @@ class Fused:
     """``fused(*xs, program=, reads=, views=, shape=)``: the program's output, of ``shape``, for the inputs ``xs``,
     each read through its view (``xs[i][views[i]]``) where it has one. The executor asks ``for_dtypes`` once per
     node instead. A view is copied to a C-contiguous array first: numba types a strided view as layout "A", whose
-    loops do not vectorize (sigmoid(a + b) on (64, 192) slices of (64, 576) arrays: 139 µs, 25 µs copied)."""
+    loops do not vectorize, so that the copy and a vectorized loop cost less than the strided loop."""
 
     def __call__(self, *xs, **attrs):
         return self.for_dtypes(*(np.asarray(x).dtype for x in xs), **attrs)(*map(np.asarray, xs), **attrs)
@@ -197,3 +197,6 @@ class _Scalars(dict):
 
 
 SCALAR = _Scalars()
+
+
+KERNELS = {"fused": fused}

@@ -8,9 +8,8 @@ The backward recomputes mean and rstd from x (one pass over a row) instead of st
 share out the rows; the row reductions use fastmath flags so that they vectorize (``mathfn.FASTMATH``,
 which keeps NaN and Inf), and the variance takes a second pass over (x - mean) for accuracy. Both passes
 work on x - x[0], so that a constant row has its mean exactly and its output is exactly bias. The
-parameter gradients take one pass over g and x, each thread summing a block of rows: on (4096, 1024)
-float32, one core, 2.3 ms against 6.6 ms for recomputing x^ as a layer norm, multiplying by g and summing
-twice.
+parameter gradients take one pass over g and x, each thread summing a block of rows, rather than
+recomputing x^ as a layer norm, multiplying by g and summing twice.
 
 NaN and Inf, as in PyTorch: a NaN or Inf in a row makes that row's output and dx NaN, and dweight NaN (a
 sum over the rows); eps = 0 on a constant row gives 0 · inf = NaN; a last axis of size 0 gives empty
@@ -115,3 +114,10 @@ def _layer_norm_params_backward_rows(g, x, eps, threads):
             partial[0, 0, j] += partial[t, 0, j]
             partial[0, 1, j] += partial[t, 1, j]
     return partial[0].copy()
+
+
+KERNELS = {
+    "layer_norm": layer_norm,
+    "layer_norm_grad": layer_norm_backward,
+    "layer_norm_params_grad": layer_norm_params_backward,
+}

@@ -5,25 +5,20 @@ op(a) is (..., M, K) and op(b) is (..., K, N), both at least 2-D, where op(x) is
 (as a Fortran-ordered matrix), so a graph's ``matmul(transpose(x), y)`` needs no copy of x. The batch
 dims broadcast and the result is (..., M, N). When b is one matrix and a is not transposed, a's batch
 folds into its rows: one large BLAS call. Otherwise the products op(a[ia[i]]) @ op(b[ib[i]]) of the
-flattened batch go into out[i]; the index arrays implement broadcasting without copying a or b. np.dot always writes into `out`: returning np.dot's result into
-out[i] compiles 10x slower.
+flattened batch go into out[i]; the index arrays implement broadcasting without copying a or b. np.dot always
+writes into `out`: returning np.dot's result into out[i] compiles far more slowly.
 
 Two BLAS libraries: NumPy's OpenBLAS (``np.matmul`` from Python) and SciPy's (``np.dot`` inside numba). NumPy's
-runs 2-D products 1.0-1.6x faster (64x160 @ 160x192: 56 µs against 81; 512x128 @ 128x512: 0.63 ms against 0.88;
-(4096x512)ᵀ @ 4096x128: 6.1 ms against 8.1; quiet machine, best of 7), so 2-D products go there. But its worker
-threads keep spinning after a product, holding the cores that the next kernel's threads need, unless
-OPENBLAS_THREAD_TIMEOUT was set when NumPy was imported: ``ops`` sets it, but most programs import NumPy first.
-``NUMPY_BLAS_SLEEPS`` says which (NumPy's OpenBLAS reports the value it read); when its threads spin, only
-products of up to 2**24 multiply-adds go to NumPy, the larger ones to SciPy's, whose threads sleep (it loads
-after ``ops``). Measured on whole training steps, in one process, alternating (ratios to all on SciPy's): with
-NumPy's threads spinning, up to 2**24 to NumPy made the benchmarks' small GPT step 0.70x as long, seq2seq 0.80x,
-HAN 0.95x, the T=1024 GPT step 1.02x, but every product to NumPy made the T=1024 step 1.24x; with them sleeping,
-every product to NumPy made the small GPT step 0.96x and the T=1024 step 0.93x.
+runs 2-D products faster, so 2-D products go there. But its worker threads keep spinning after a product,
+holding the cores that the next kernel's threads need, unless OPENBLAS_THREAD_TIMEOUT was set when NumPy was
+imported: ``ops`` sets it, but most programs import NumPy first. ``NUMPY_BLAS_SLEEPS`` says which (NumPy's
+OpenBLAS reports the value it read); when its threads spin, only products of up to 2**24 multiply-adds go to
+NumPy, where its speed outweighs the spinning, and the larger ones to SciPy's, whose threads sleep (it loads
+after ``ops``); when they sleep, every 2-D product goes to NumPy.
 
 Threads: OpenBLAS (SciPy's, which numba calls) runs a product of M*K*N <= 2**18 on one thread and
-larger ones on all cores; called from numba's threads it oversubscribes them (64x(128x64 @ 64x128):
-9.5 ms against 1.5 ms serially). So numba's threads take the batch only for small products
-(32x(64x64 @ 64x64): 0.06 ms, NumPy 0.12 ms); larger ones run one after the other, each on BLAS's threads.
+larger ones on all cores; called from numba's threads it oversubscribes them. So numba's threads take the
+batch only for small products; larger ones run one after the other, each on BLAS's threads.
 """
 import ctypes
 import math
@@ -119,3 +114,6 @@ def _dot(a, b, out, transpose_a, transpose_b):
         np.dot(a, b.T, out)
     else:
         np.dot(a, b, out)
+
+
+KERNELS = {"matmul": matmul}

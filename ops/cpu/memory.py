@@ -3,10 +3,9 @@
 A training step allocates and frees the same few hundred arrays every step. glibc's malloc gives an array above
 its mmap threshold (128 KiB at first, raised up to 32 MiB as large blocks are freed) pages of its own, and
 returns the top of its heap to the system once more than twice that threshold lies free there: the next step's
-arrays then come from fresh pages, each zeroed by the kernel at its first write (a page fault). Measured on the
-benchmarks' steps on one thread: 6,500 page faults per HAN step and 5,900 per small GPT step, and with the
-settings below none, the HAN step going from 75 to 33 ms and the GPT step from 185 to 123 ms, the peak resident
-memory unchanged (the memory kept is what the next step takes again).
+arrays then come from fresh pages, each zeroed by the kernel at its first write (a page fault). With the
+settings below a step after the first takes no page faults, and the peak resident memory is unchanged (the
+memory kept is what the next step takes again).
 
 ``reuse_freed_memory()`` (called when ops.cpu is imported) sets, through ``mallopt``, an mmap threshold of 64 MiB
 (arrays below it come from the heap, and their memory is reused when freed) and keeps up to 256 MiB free at the

@@ -35,3 +35,6 @@ def _cumsum_rows(x, reverse, zero):
             total += x[r, j]
             out[r, j] = total
     return out
+
+
+KERNELS = {"cumsum": cumsum}

@@ -18,7 +18,6 @@ keeps IEEE NaN and Inf (``fastmath=True`` let the max drop a NaN and the row bec
 x is viewed as rows (R, T) that threads share out. The mask is kept as its distinct rows (Rm, T) plus,
 per row of x, the index of its mask row: a (B, 1, 1, T) padding mask costs R indices, not R*T bytes. The
 causal condition is a prefix of each row, computed from the row index: no T x T mask is built.
-On 4096x1024 float32, softmax takes ~1 ms (NumPy 10 ms).
 """
 import math
 
@@ -146,3 +145,11 @@ def _log_softmax_backward_rows(g, y, mask_rows, mask_index, causal, tq):
             dx[r, j] = g[r, j] - mathfn.exp(y[r, j]) * total if allowed[j] else zero
         dx[r, end:] = zero
     return dx
+
+
+KERNELS = {
+    "softmax": lambda x, mask=None, *, causal: softmax(x, mask, causal),
+    "softmax_grad": softmax_backward,
+    "log_softmax": lambda x, mask=None, *, causal: log_softmax(x, mask, causal),
+    "log_softmax_grad": lambda g, y, mask=None, *, causal: log_softmax_backward(g, y, mask, causal),
+}

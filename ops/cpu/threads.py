@@ -1,36 +1,30 @@
 """Threads for Numba's parallel kernels: used only when the work is large enough to pay for them.
 
-A parallel region costs ~1.5 µs on a quiet machine, but when another process holds a core its threads
-wait for one another at every barrier: measured here, tiny kernels went from 3 µs to over 1 ms, and a
-small training step ran 5x slower than on one thread. ``parallel_kernel`` therefore makes two twins of a
-kernel, compiled at their first call: a serial one, which runs when its first argument has fewer than
-``PARALLEL_MIN_SIZE`` elements (NUMBA.md: threads pay from ~10-50k elements) or Numba has one thread, and a
-``parallel=True`` one for the rest. A parallel compile costs ~3x a serial one: the ten parallel kernels of
-the copy demo's training step took 14.1 s to compile as parallel kernels and 4.7 s as serial ones (cold
-cache, load ~2), so a program on one thread, as the demos run, or on small arrays never pays for it. The
-twins agree to the last bit but where LLVM vectorizes a fastmath sum in another order (1 ulp seen in the
-cross-entropy backward), as the parallel kernel on one and on two threads do.
+A parallel region is cheap on a quiet machine, but when another process holds a core its threads wait for
+one another at every barrier, and a tiny kernel or a small training step then runs many times slower than on
+one thread. ``parallel_kernel`` therefore makes two twins of a kernel, compiled at their first call: a serial
+one, which runs when its first argument has fewer than ``PARALLEL_MIN_SIZE`` elements (NUMBA.md: threads pay
+from ~10-50k elements) or Numba has one thread, and a ``parallel=True`` one for the rest. A parallel compile
+costs several times a serial one, so a program on one thread, as the demos run, or on small arrays never pays
+for it. The twins agree to the last bit but where LLVM vectorizes a fastmath sum in another order (1 ulp seen
+in the cross-entropy backward), as the parallel kernel on one and on two threads do.
 
 Larger kernels still meet the barriers, where GNU OpenMP's threads spin (300,000 rounds by default) in
 the hope that the others arrive soon: with another process on one of the two cores, the spinning thread
-holds the core that the late one needs. The benchmarks' GPT training step took 315-330 ms so, against
-60-70 ms with ``OMP_WAIT_POLICY=passive`` (threads sleep at once), measured back to back at a load of
-2.5-3. Importing ``ops`` sets that policy unless the environment already sets one (ops/__init__.py); it must
-precede the first parallel kernel call, which starts Numba's OpenMP runtime.
+holds the core that the late one needs. ``OMP_WAIT_POLICY=passive`` makes threads sleep at once; importing
+``ops`` sets that policy unless the environment already sets one (ops/__init__.py); it must precede the
+first parallel kernel call, which starts Numba's OpenMP runtime.
 
 OpenBLAS's own worker threads spin after each product for 2**28 cycles (~0.1 s) before they sleep, so in a
 training step, where products and numba's kernels alternate, they hold the cores that the next kernel's
-threads need: a (2048, 1024) GELU took 7.7 ms right after a product against 2.0 ms alone, the attention
-backward 7.1 ms against 5.4. With ``OPENBLAS_THREAD_TIMEOUT=4`` (2**4 cycles, OpenBLAS's minimum) they
-sleep at once: the benchmarks' large GPT step went from 308-412 ms to 283-391 ms, in three pairs of runs
-back to back, each pair faster with it. Importing ``ops`` sets it too, unless set; OpenBLAS reads it when it
+threads need, slowing the kernel that follows a product. With ``OPENBLAS_THREAD_TIMEOUT=4`` (2**4 cycles,
+OpenBLAS's minimum) they sleep at once. Importing ``ops`` sets it too, unless set; OpenBLAS reads it when it
 is loaded, which for SciPy's OpenBLAS (the one numba's ``np.dot`` calls) is at the first compiled product, and
 for NumPy's when NumPy is imported (before attngraph, in most programs: see ops/cpu/matmul.py).
 
 ``in_threads`` runs a ``nogil`` kernel over parts of a range on Python threads instead: for kernels whose
-loop body calls other compiled functions, which numba compiles once more for a prange body. The two
-flash-attention kernels took 30-40 s to compile as prange loops and 12 s as plain functions (cold cache,
-load 3-5).
+loop body calls other compiled functions, which numba compiles once more for a prange body, so that as prange
+loops they would take several times as long to compile.
 """
 import concurrent.futures
 import functools

@@ -1,8 +1,12 @@
 """numba.cuda kernels, one module per op family: the twins of ops/cpu, with the same names and contracts.
 
-Device arrays in, new device arrays out; nothing here knows about graphs (``registry.py`` maps primitive
-names to these kernels for attngraph's executor). Importing any of these modules imports numba.cuda through
-ops/_cuda.py; attngraph does so only when "cuda" is first used.
+Device arrays in, new device arrays out; nothing here knows about graphs. Each module's ``KERNELS`` table names
+what it computes, by primitive, and ``backend.py`` gathers them into the CUDA Backend (ops/backend.py).
+Importing any of these modules imports numba.cuda through ops/_cuda.py; attngraph does so only when "cuda" is
+first used.
+
+Every elementwise op of ops/cpu/elementwise.py is here without a line of its own: ``elementwise.py`` compiles
+each CPU scalar function for CUDA.
 
 The math is shared with the CPU where it can be: elementwise ops and the optimizers' updates are the CPU's
 own scalar code compiled as CUDA device functions (``_cuda.device_function``), and kernels call ops/cpu's

@@ -206,3 +206,7 @@ def _avg_pool_backward(dx, g, kh, kw, sh, sw):
             for j in range(j0, j1):
                 acc += g[b, c, i, j] * scale
         dx[b, c, r, s] = acc
+
+
+KERNELS = {name: globals()[name] for name in ("conv2d", "conv2d_input_grad", "conv2d_weight_grad", "max_pool2d",
+                                              "max_pool2d_grad", "avg_pool2d", "avg_pool2d_grad")}

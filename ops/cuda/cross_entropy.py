@@ -21,6 +21,7 @@ from ops.cpu.cross_entropy import _KEPT, _OUT_OF_RANGE, _status
 from ops.cuda import mathfn
 from ops.cuda import reduce as red
 from ops.cuda.launch import ROW_THREADS, THREADS, blocks
+from ops.cuda.layout import flat, rows
 from ops.cuda.reduce import block_max, block_sum
 
 
@@ -109,3 +110,10 @@ def _rows_backward(dlogits, logits, targets, kept, g, n):
         else:
             for j in range(cuda.threadIdx.x, logits.shape[1], ROW_THREADS):
                 dlogits[r, j] = 0
+
+
+KERNELS = {
+    "cross_entropy": lambda logits, targets, ignore_index: cross_entropy(rows(logits), flat(targets), ignore_index),
+    "cross_entropy_grad": lambda g, logits, targets, ignore_index: cross_entropy_backward(
+        g, rows(logits), flat(targets), ignore_index).reshape(logits.shape),
+}

@@ -49,3 +49,6 @@ def _keep(seed, key, i, threshold):
 def _dropout_flat(out, x, seed, key, threshold, scale):
     for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
         out[i] = x[i] * scale if _keep(seed[0], key, i, threshold) else x.dtype.type(0)
+
+
+KERNELS = {"dropout": lambda x, seed, p, key: dropout(x, p, seed, key)}

@@ -57,15 +57,6 @@ class Elementwise:
         return launch(self.kernel, empty(shape, dtype), *xs)
 
 
-add, sub, mul, div, neg, pow = map(Elementwise, (cpu.add, cpu.sub, cpu.mul, cpu.div, cpu.neg, cpu.pow))
-exp, log, sqrt, tanh, sigmoid, erf = map(Elementwise, (cpu.exp, cpu.log, cpu.sqrt, cpu.tanh, cpu.sigmoid, cpu.erf))
-relu, gelu_tanh, gelu_erf = map(Elementwise, (cpu.relu, cpu.gelu_tanh, cpu.gelu_erf))
-abs, sin, cos, rsqrt, silu, clip = map(Elementwise, (cpu.abs, cpu.sin, cpu.cos, cpu.rsqrt, cpu.silu, cpu.clip))
-maximum, minimum, where = map(Elementwise, (cpu.maximum, cpu.minimum, cpu.where))
-equal, not_equal, less, less_equal, greater, greater_equal = map(Elementwise, (
-    cpu.equal, cpu.not_equal, cpu.less, cpu.less_equal, cpu.greater, cpu.greater_equal))
-logical_and, logical_or, logical_not = map(Elementwise, (cpu.logical_and, cpu.logical_or, cpu.logical_not))
-
 _copy = map_kernel(cuda.jit(device=True)(lambda v: v), 1)
 
 
@@ -85,3 +76,7 @@ def full(shape, value, dtype):
     out = empty(shape, dtype)
     _fill[blocks(out.size), THREADS](flat(out), out.dtype.type(value))
     return out
+
+
+KERNELS = {**{name: Elementwise(op) for name, op in cpu.KERNELS.items() if isinstance(op, cpu.Elementwise)},
+           "astype": astype}

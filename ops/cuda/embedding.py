@@ -65,3 +65,5 @@ def _scatter_add_rows(out, g, idx):
         i, j = divmod(e, g.shape[1])
         cuda.atomic.add(out, (idx[i], j), g[i, j])
 
+
+KERNELS = {"gather": gather, "scatter_add": scatter_add}

@@ -28,3 +28,9 @@ def gelu_backward(g, x, bias=None, exact=False):
 
 def _bias(bias, x):
     return full((), 0, x.dtype) if bias is None else bias
+
+
+KERNELS = {
+    "gelu": lambda x, bias=None, *, approximate: gelu(x, bias, approximate == "none"),
+    "gelu_grad": lambda g, x, bias=None, *, approximate: gelu_backward(g, x, bias, approximate == "none"),
+}

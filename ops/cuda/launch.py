@@ -2,9 +2,9 @@
 
 Every kernel loops over its work with a stride of the whole grid (elements, rows or tiles), so any grid
 computes the same result and grids are capped instead of growing with the data. Under the simulator each
-thread is a Python thread (~0.1 ms to start) and each barrier costs a few milliseconds per block, so blocks and
-grids are small there; the tiles shrink too, so that tests on tiny arrays still cross tile boundaries. The
-kernels' code is the same either way: only these compile-time constants differ.
+thread is a Python thread, slow to start, and each barrier is slow to pass, so blocks and grids are small
+there; the tiles shrink too, so that tests on tiny arrays still cross tile boundaries. The kernels' code is the
+same either way: only these compile-time constants differ.
 """
 from ops._cuda import SIMULATOR
 

@@ -114,3 +114,10 @@ def _params_backward_columns(out, g, x, stats):
             dweight += g[r, j] * (x[r, j] - stats[0, r]) * stats[1, r]
             dbias += g[r, j]
         out[0, j], out[1, j] = dweight, dbias
+
+
+KERNELS = {
+    "layer_norm": layer_norm,
+    "layer_norm_grad": layer_norm_backward,
+    "layer_norm_params_grad": layer_norm_params_backward,
+}

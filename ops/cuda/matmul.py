@@ -71,3 +71,6 @@ def _matmul_tiles(out, a, b, k, batch, a_batch_strides, a_strides, b_batch_strid
                     cuda.syncthreads()
                 if i < m and j < n:
                     out[z, i, j] = acc
+
+
+KERNELS = {"matmul": matmul}

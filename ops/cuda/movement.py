@@ -86,3 +86,6 @@ def concat(*xs, axis):
 def stop_gradient(x):
     return x
 
+
+KERNELS = {name: globals()[name] for name in ("reshape", "transpose", "broadcast_to", "getitem", "scatter_slice",
+                                              "concat", "stop_gradient")}

@@ -101,3 +101,7 @@ _UPDATES = cpu.Updates(lambda shape, dtype: full(shape, 0, dtype), _flat, _grad,
                        *map(_launched, (_sgd, _adam, _add, _scale)))
 sgd, adam, adamw = _UPDATES.sgd, _UPDATES.adam, _UPDATES.adamw
 accumulate, scale, zeros_like = _UPDATES.accumulate, _UPDATES.scale, _UPDATES.zeros_like
+
+
+KERNELS = {"sgd": sgd, "adam": adam, "adamw": adamw, "accumulate": accumulate, "scale": scale,
+           "sum_of_squares": sum_of_squares}

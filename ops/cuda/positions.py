@@ -43,3 +43,6 @@ def _relative_distance(out, max_distance):
     for e in range(cuda.grid(1), out.size, cuda.gridsize(1)):
         i, j = divmod(e, out.shape[1])
         out[i, j] = min(max(j - i, -max_distance), max_distance) + max_distance
+
+
+KERNELS = {"arange": arange, "relative_distance": relative_distance, "size": size}

@@ -28,3 +28,6 @@ def _cumsum_rows(out, x, reverse, zero):
             j = n - 1 - i if reverse else i
             total += x[r, j]
             out[r, j] = total
+
+
+KERNELS = {"cumsum": cumsum}

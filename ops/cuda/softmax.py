@@ -170,3 +170,11 @@ def _log_softmax_backward_rows(dx, g, y, mask, mask_strides, shape, causal, tq):
         for j in range(cuda.threadIdx.x, t, ROW_THREADS):
             keep = j < end and _allowed(mask, mask_strides, shape, r, j, t)
             dx[r, j] = g[r, j] - mathfn.exp(y[r, j]) * total if keep else zero
+
+
+KERNELS = {
+    "softmax": lambda x, mask=None, *, causal: softmax(x, mask, causal),
+    "softmax_grad": softmax_backward,
+    "log_softmax": lambda x, mask=None, *, causal: log_softmax(x, mask, causal),
+    "log_softmax_grad": lambda g, y, mask=None, *, causal: log_softmax_backward(g, y, mask, causal),
+}

@@ -65,3 +65,10 @@ def _argsort_rows(out, x, descending):
                 rank += 1
         if rank < out.shape[1]:
             out[r, rank] = j
+
+
+KERNELS = {
+    "argmax": lambda x: arg_extreme(x, True),
+    "argmin": lambda x: arg_extreme(x, False),
+    "argsort": argsort,
+}

@@ -1,7 +1,7 @@
 """Position tensors and element counts on the device."""
 import numpy as np
 
-from attngraph.core.prims.positions import relative_distance as cpu_relative_distance
+from ops.cpu.positions import relative_distance as cpu_relative_distance
 from ops.cuda import positions
 from tests.cuda.conftest import host, on_device
 

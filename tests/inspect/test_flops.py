@@ -2,8 +2,7 @@
 import pytest
 
 import attngraph as ag
-from attngraph.core.primitive import REGISTRY
-from attngraph.inspect import binding, flops, format_count, total_flops
+from attngraph.inspect import binding, format_count, total_flops
 
 
 def test_matmul_counts_two_flops_per_multiply_add():
@@ -29,11 +28,6 @@ def test_multi_head_attention_adds_four_projections():
                      value=ag.Input((1, 3, 8)))
     projections = 4 * (2 * 3 * 8 * 8 + 3 * 8)                          # x W and + b for q, k, v and the output
     assert total_flops(graph) == projections + 396 == 2028
-
-
-def test_every_primitive_has_a_documented_count():
-    documented = set(flops.__doc__.replace("``", " ").replace(":", " ").split())
-    assert set(REGISTRY) <= documented, sorted(set(REGISTRY) - documented)
 
 
 def test_binding_and_formatting():

@@ -11,7 +11,7 @@ from attngraph.core.primitive import REGISTRY
 from attngraph.inspect import format_count
 from attngraph.inspect.summary import shape_text
 from attngraph.render import RenderError, render_graph, to_dot, to_svg
-from attngraph.render.style import FAMILY_OF
+from attngraph.render.style import FAMILIES
 from tests.inspect.transformer import Encoder, forward_graph, inputs, loss_graph
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -211,5 +211,7 @@ def test_notebooks_show_the_svg(graph):
     assert graph._repr_svg_().lstrip().startswith("<?xml")
 
 
-def test_every_primitive_has_a_colour_family():
-    assert set(REGISTRY) <= set(FAMILY_OF), sorted(set(REGISTRY) - set(FAMILY_OF))
+def test_every_family_of_primitives_has_a_colour_of_its_own():
+    families = {prim.family for prim in REGISTRY.values()}
+    assert families <= set(FAMILIES), sorted(families - set(FAMILIES))
+    assert len({colour for _, colour in FAMILIES.values()}) == len(FAMILIES)

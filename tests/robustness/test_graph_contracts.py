@@ -2,6 +2,7 @@
 executable's constants; unsupported dtypes and clashing names are refused while tracing; a parameter changed
 after compiling is named when the graph runs; dropout masks are distinct per call across threads and
 executables; debug mode is per thread."""
+import dataclasses
 import os
 import subprocess
 import sys
@@ -12,8 +13,9 @@ import pytest
 from numba import njit
 
 import attngraph as ag
+import ops.cpu.backend
 from attngraph.core.primitive import REGISTRY, define
-from attngraph.core.tracing import emit
+from attngraph.core.functional import emit
 
 X = np.arange(6, dtype=np.float32).reshape(2, 3)
 UNSUPPORTED = pytest.mark.parametrize("dtype", [np.float16, np.longdouble, np.complex64, np.complex128, object,
@@ -60,8 +62,15 @@ def test_writing_into_an_output_changes_neither_the_model_nor_the_executable(nam
         np.testing.assert_array_equal(out, want)
 
 
-def test_a_view_returned_by_a_numba_kernel_is_copied_too():
-    define("numba_flat_view", lambda x: ((6,), x.dtype), cpu=njit(lambda x: x.reshape(-1)), differentiable=False)
+def with_cpu_kernel(monkeypatch, name: str, kernel) -> None:
+    """The CPU backend, for this test, with ``kernel`` for primitive ``name``."""
+    cpu = ops.cpu.backend.BACKEND
+    monkeypatch.setattr(ops.cpu.backend, "BACKEND", dataclasses.replace(cpu, kernels={**cpu.kernels, name: kernel}))
+
+
+def test_a_view_returned_by_a_numba_kernel_is_copied_too(monkeypatch):
+    define("numba_flat_view", lambda x: ((6,), x.dtype), differentiable=False)
+    with_cpu_kernel(monkeypatch, "numba_flat_view", njit(lambda x: x.reshape(-1)))
     try:
         w = parameter()
         out = ag.trace(lambda: emit("numba_flat_view", w)).compile()()
@@ -71,14 +80,15 @@ def test_a_view_returned_by_a_numba_kernel_is_copied_too():
         del REGISTRY["numba_flat_view"]
 
 
-def test_an_output_the_kernel_allocated_is_returned_without_a_copy():
+def test_an_output_the_kernel_allocated_is_returned_without_a_copy(monkeypatch):
     made = []
 
     def kernel(x):
         made.append(x * 3)
         return made[-1]
 
-    define("recorded_triple", lambda x: (x.shape, x.dtype), cpu=kernel, differentiable=False)
+    define("recorded_triple", lambda x: (x.shape, x.dtype), differentiable=False)
+    with_cpu_kernel(monkeypatch, "recorded_triple", kernel)
     try:
         out = ag.trace(lambda x: emit("recorded_triple", x), x=X).compile()(x=X)
         assert out is made[-1]

@@ -8,7 +8,6 @@ or the layer norm recomputed for dγ next to the forward one.
 """
 from __future__ import annotations
 
-import numpy as np
 
 from ..graph import Graph
 from .rewrite import rewrite

@@ -1,7 +1,7 @@
 """Constant folding: evaluate at compile time what does not depend on the inputs.
 
 An op call is folded into a constant when every input is a constant, or when it reads only its inputs'
-shapes (``size``, which ``mean`` divides by; ``arange``; ``relative_distance``) and those are concrete.
+shapes (``Primitive.shape_only``: ``size``, which ``mean`` divides by; ``arange``) and those are concrete.
 Its CPU kernel computes the value once. A folded value lives as long as the compiled graph, so only
 results of up to MAX_FOLDED elements are folded: a large broadcast is cheaper to recompute than to keep.
 A kernel that fails while folding names the node, and so the user's source line.
@@ -12,12 +12,12 @@ from math import prod
 
 import numpy as np
 
+from ..device import backend
 from ..graph import Graph
 from ..primitive import lookup
 from .rewrite import rewrite
 
 MAX_FOLDED = 1 << 16            # elements
-SHAPE_ONLY = {"size", "arange", "relative_distance"}
 
 
 def fold(graph: Graph) -> Graph:
@@ -26,7 +26,7 @@ def fold(graph: Graph) -> Graph:
             return copy(node, inputs)
         values = [x.value if x.op == "constant" else np.broadcast_to(np.empty((), x.dtype), x.shape) for x in inputs]
         try:
-            value = np.asarray(lookup(node.op).kernels["cpu"](*values, **node.attrs))
+            value = np.asarray(backend("cpu").kernels[node.op](*values, **node.attrs))
         except Exception as e:
             e.add_note(f"while folding the constant {node.describe()}")
             raise
@@ -38,6 +38,6 @@ def fold(graph: Graph) -> Graph:
 def _foldable(node, inputs) -> bool:
     if not inputs or not all(isinstance(d, int) for d in node.shape) or prod(node.shape) > MAX_FOLDED:
         return False
-    if node.op in SHAPE_ONLY:
+    if lookup(node.op).shape_only:
         return all(isinstance(d, int) for x in inputs for d in x.shape)
     return all(x.op == "constant" for x in inputs)

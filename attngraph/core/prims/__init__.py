@@ -1,5 +1,7 @@
-"""The primitives, by family. Importing this package registers them all and checks the registry."""
-from ..primitive import check_registry
-from . import attention, conv, elementwise, fused, linalg, movement, nn, positions, reduce, scan, sort  # noqa: F401
+"""The primitives, one module per family: importing this package imports each of them, which registers its
+primitives (core/primitive.py)."""
+import importlib
+import pkgutil
 
-check_registry()
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")

@@ -19,8 +19,7 @@ composed attention that modules trace into these primitives when nothing reads t
 """
 from math import prod
 
-from ops.cpu import attention as kernels
-from ops.cpu.attention import extras, kernel_args
+from ops.cpu.attention import extras
 
 from ...errors import AttnGraphError
 from .. import functional as F
@@ -106,11 +105,6 @@ def first_order_only(g, y, *inputs, **attrs):
                          "own: for second-order gradients use the composed attention in attngraph.core.unfused")
 
 
-define("attention", attention_rule, flops=attention_flops, vjp=attention_vjp,
-       cpu=lambda q, k, v, *extra, causal, scale: kernels.attention(q, k, v, *kernel_args(extra, causal, scale)))
-define("attention_grad", attention_grad_rule, vjp=first_order_only, flops=attention_grad_flops,
-       cpu=lambda g, o, q, k, v, *extra, causal, scale: kernels.attention_backward(g, o, q, k, v,
-                                                                                   *kernel_args(extra, causal, scale)))
-define("attention_bias_grad", attention_bias_grad_rule, vjp=first_order_only, flops=attention_bias_grad_flops,
-       cpu=lambda g, o, q, k, v, *extra, causal, scale: kernels.attention_bias_backward(
-           g, o, q, k, v, *kernel_args(extra, causal, scale)))
+define("attention", attention_rule, flops=attention_flops, vjp=attention_vjp)
+define("attention_grad", attention_grad_rule, vjp=first_order_only, flops=attention_grad_flops)
+define("attention_bias_grad", attention_bias_grad_rule, vjp=first_order_only, flops=attention_bias_grad_flops)

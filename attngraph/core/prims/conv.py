@@ -82,27 +82,25 @@ def no_second_order(h, dx, g, x, **attrs):
                          "are not supported")
 
 
-define("conv2d", conv2d_rule, cpu=conv.conv2d, vjp=conv2d_vjp,
+define("conv2d", conv2d_rule, vjp=conv2d_vjp,
        flops=lambda out, x, w, **attrs: 2 * prod(out) * prod(w[1:]))
-define("conv2d_input_grad", lambda g, w, x, **attrs: (x.shape, same_dtype(g, w, x)), vjp=input_grad_vjp,
-       cpu=lambda g, w, x, **attrs: conv.conv2d_input_grad(g, w, x.shape, **attrs),
-       flops=lambda out, g, w, x, **attrs: 2 * prod(g) * prod(w[1:]),
+define("conv2d_input_grad", lambda g, w, x, **attrs: (x.shape, same_dtype(g, w, x)),
+       vjp=input_grad_vjp, flops=lambda out, g, w, x, **attrs: 2 * prod(g) * prod(w[1:]),
        doc="the gradient of conv2d's input: the transposed convolution of g by w (x gives the shape)")
-define("conv2d_weight_grad", lambda g, x, *, kernel, **attrs: ((g.shape[1], x.shape[1], *kernel), same_dtype(g, x)),
-       vjp=weight_grad_vjp, cpu=conv.conv2d_weight_grad,
+define("conv2d_weight_grad",
+       lambda g, x, *, kernel, **attrs: ((g.shape[1], x.shape[1], *kernel), same_dtype(g, x)), vjp=weight_grad_vjp,
        flops=lambda out, g, x, **attrs: 2 * prod(g) * prod(out[1:]),
        doc="the gradient of conv2d's weight: Σ_b g[b] im2col(x[b])ᵀ")
-define("max_pool2d", pool_rule, cpu=conv.max_pool2d,
+define("max_pool2d", pool_rule,
        vjp=lambda g, y, x, **attrs: (F.emit("max_pool2d_grad", g, x, **attrs),),
        flops=lambda out, x, *, kernel, stride: prod(out) * prod(kernel))
-define("max_pool2d_grad", lambda g, x, **attrs: (x.shape, same_dtype(g, x)), cpu=conv.max_pool2d_grad,
-       vjp=no_second_order, flops=lambda out, g, x, *, kernel, stride: prod(g),
+define("max_pool2d_grad", lambda g, x, **attrs: (x.shape, same_dtype(g, x)), vjp=no_second_order,
+       flops=lambda out, g, x, *, kernel, stride: prod(g),
        doc="each window's gradient on its first largest element")
-define("avg_pool2d", pool_rule, cpu=conv.avg_pool2d,
+define("avg_pool2d", pool_rule,
        vjp=lambda g, y, x, **attrs: (F.emit("avg_pool2d_grad", g, x, **attrs),),
        flops=lambda out, x, *, kernel, stride: prod(out) * prod(kernel))
 define("avg_pool2d_grad", lambda g, x, **attrs: (x.shape, same_dtype(g, x)),
-       cpu=lambda g, x, **attrs: conv.avg_pool2d_grad(g, x.shape, **attrs),
        vjp=lambda h, dx, g, x, **attrs: (F.emit("avg_pool2d", h, **attrs), None),
        flops=lambda out, g, x, *, kernel, stride: prod(g) * prod(kernel),
        doc="each window's gradient spread evenly over its elements")

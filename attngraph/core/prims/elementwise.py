@@ -7,8 +7,6 @@ import math
 
 import numpy as np
 
-from ops.cpu import elementwise as ew
-from ops.cpu import gelu as gelu_kernels
 
 from .. import functional as F
 from ..primitive import define, per_element
@@ -112,58 +110,55 @@ def where_rule(cond, a, b):
     return broadcast(cond.shape, a.shape, b.shape), same_dtype(a, b)
 
 
-define("add", elementwise, cpu=ew.add, elementwise=True, flops=per_element(1), vjp=lambda g, y, a, b: (g, g))
-define("sub", no_bool(elementwise, "ag.not_equal(a, b) (exclusive or)"), cpu=ew.sub, elementwise=True,
+define("add", elementwise, elementwise=True, flops=per_element(1), vjp=lambda g, y, a, b: (g, g))
+define("sub", no_bool(elementwise, "ag.not_equal(a, b) (exclusive or)"), elementwise=True,
        flops=per_element(1), vjp=lambda g, y, a, b: (g, -g))
-define("mul", elementwise, cpu=ew.mul, elementwise=True, flops=per_element(1),
+define("mul", elementwise, elementwise=True, flops=per_element(1),
        vjp=lambda g, y, a, b: (g * b, g * a))
-define("div", float_elementwise, cpu=ew.div, elementwise=True, flops=per_element(1),
+define("div", float_elementwise, elementwise=True, flops=per_element(1),
        vjp=lambda g, y, a, b: (g / b, -g * y / b))
-define("pow", float_elementwise, cpu=ew.pow, elementwise=True, flops=per_element(10), vjp=pow_vjp)
-define("maximum", elementwise, cpu=ew.maximum, elementwise=True, flops=per_element(1),
+define("pow", float_elementwise, elementwise=True, flops=per_element(10), vjp=pow_vjp)
+define("maximum", elementwise, elementwise=True, flops=per_element(1),
        vjp=lambda g, y, a, b: (g * larger_share(a, b), g * larger_share(b, a)))
-define("minimum", elementwise, cpu=ew.minimum, elementwise=True, flops=per_element(1),
+define("minimum", elementwise, elementwise=True, flops=per_element(1),
        vjp=lambda g, y, a, b: (g * larger_share(b, a), g * larger_share(a, b)))
-define("neg", no_bool(lambda x: (x.shape, x.dtype), "ag.logical_not(x)"), cpu=ew.neg, elementwise=True,
+define("neg", no_bool(lambda x: (x.shape, x.dtype), "ag.logical_not(x)"), elementwise=True,
        flops=per_element(1), vjp=lambda g, y, x: (-g,))
-define("exp", unary_float, cpu=ew.exp, elementwise=True, flops=per_element(4), vjp=lambda g, y, x: (g * y,))
-define("log", unary_float, cpu=ew.log, elementwise=True, flops=per_element(4), vjp=lambda g, y, x: (g / x,))
-define("sqrt", unary_float, cpu=ew.sqrt, elementwise=True, flops=per_element(1),
+define("exp", unary_float, elementwise=True, flops=per_element(4), vjp=lambda g, y, x: (g * y,))
+define("log", unary_float, elementwise=True, flops=per_element(4), vjp=lambda g, y, x: (g / x,))
+define("sqrt", unary_float, elementwise=True, flops=per_element(1),
        vjp=lambda g, y, x: (g / (2 * y),))
-define("tanh", unary_float, cpu=ew.tanh, elementwise=True, flops=per_element(6),
+define("tanh", unary_float, elementwise=True, flops=per_element(6),
        vjp=lambda g, y, x: (g * (1 - y * y),))
-define("sigmoid", unary_float, cpu=ew.sigmoid, elementwise=True, flops=per_element(6),
+define("sigmoid", unary_float, elementwise=True, flops=per_element(6),
        vjp=lambda g, y, x: (g * y * (1 - y),))
-define("relu", unary_float, cpu=ew.relu, elementwise=True, flops=per_element(1),
+define("relu", unary_float, elementwise=True, flops=per_element(1),
        vjp=lambda g, y, x: (F.where(F.less_equal(y, 0.0), 0.0, g),))      # NaN passes g on, as in PyTorch
-define("abs", no_bool(lambda x: (x.shape, x.dtype), "x itself"), cpu=ew.abs, elementwise=True,
+define("abs", no_bool(lambda x: (x.shape, x.dtype), "x itself"), elementwise=True,
        flops=per_element(1), vjp=lambda g, y, x: (g * sign(x),))
-define("sin", unary_float, cpu=ew.sin, elementwise=True, flops=per_element(10), vjp=lambda g, y, x: (g * F.cos(x),))
-define("cos", unary_float, cpu=ew.cos, elementwise=True, flops=per_element(10),
+define("sin", unary_float, elementwise=True, flops=per_element(10), vjp=lambda g, y, x: (g * F.cos(x),))
+define("cos", unary_float, elementwise=True, flops=per_element(10),
        vjp=lambda g, y, x: (-g * F.sin(x),))
-define("rsqrt", unary_float, cpu=ew.rsqrt, elementwise=True, flops=per_element(2),
+define("rsqrt", unary_float, elementwise=True, flops=per_element(2),
        vjp=lambda g, y, x: (g * -0.5 * y * y * y,))
-define("silu", unary_float, cpu=ew.silu, elementwise=True, flops=per_element(7),
+define("silu", unary_float, elementwise=True, flops=per_element(7),
        vjp=lambda g, y, x: (g * silu_derivative(x),))
-define("clip", float_elementwise, cpu=ew.clip, elementwise=True, flops=per_element(2), vjp=clip_vjp,
+define("clip", float_elementwise, elementwise=True, flops=per_element(2), vjp=clip_vjp,
        doc="clip(x, lo, hi): x limited to [lo, hi], the bounds 0-d constants (functional.clip checks lo ≤ hi)")
-define("erf", unary_float, cpu=ew.erf, elementwise=True, flops=per_element(10),
+define("erf", unary_float, elementwise=True, flops=per_element(10),
        vjp=lambda g, y, x: (g * (2 / math.sqrt(math.pi)) * F.exp(-x * x),))
 define("gelu", gelu_rule, flops=per_element(10), vjp=gelu_vjp,
-       cpu=lambda x, bias=None, *, approximate: gelu_kernels.gelu(x, bias, approximate == "none"),
        doc="GELU(x + bias), the bias optional (the fusion pass moves a Linear layer's bias add in)")
 define("gelu_grad", gelu_grad_rule, flops=per_element(14), vjp=gelu_grad_vjp,
-       cpu=lambda g, x, bias=None, *, approximate: gelu_kernels.gelu_backward(g, x, bias, approximate == "none"),
-       doc="g · GELU'(x + bias): GELU's backward in one pass (composed, it was 19 elementwise nodes)")
-define("where", where_rule, cpu=ew.where, elementwise=True, flops=per_element(1),
+       doc="g · GELU'(x + bias): GELU's backward in one pass (composed, it is 19 elementwise nodes)")
+define("where", where_rule, elementwise=True, flops=per_element(1),
        vjp=lambda g, y, c, a, b: (None, F.where(c, g, 0.0), F.where(c, 0.0, g)))
-define("astype", lambda x, dtype: (x.shape, np.dtype(dtype)), cpu=lambda x, dtype: x.astype(dtype),
-       elementwise=True, vjp=lambda g, y, x, dtype: (g.astype(x.dtype) if x.dtype.kind == "f" else None,))
-define("stop_gradient", lambda x: (x.shape, x.dtype), cpu=lambda x: x, vjp=lambda g, y, x: (None,))
+define("astype", lambda x, dtype: (x.shape, np.dtype(dtype)), elementwise=True,
+       vjp=lambda g, y, x, dtype: (g.astype(x.dtype) if x.dtype.kind == "f" else None,))
+define("stop_gradient", lambda x: (x.shape, x.dtype), vjp=lambda g, y, x: (None,))
 
-for name, ufunc in [("equal", ew.equal), ("not_equal", ew.not_equal), ("less", ew.less),
-                    ("less_equal", ew.less_equal), ("greater", ew.greater), ("greater_equal", ew.greater_equal)]:
-    define(name, comparison, cpu=ufunc, flops=per_element(1), differentiable=False, elementwise=True)
-for name, ufunc in [("logical_and", ew.logical_and), ("logical_or", ew.logical_or)]:
-    define(name, logical, cpu=ufunc, differentiable=False, elementwise=True)
-define("logical_not", logical, cpu=ew.logical_not, differentiable=False, elementwise=True)
+for name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
+    define(name, comparison, flops=per_element(1), differentiable=False, elementwise=True)
+for name in ("logical_and", "logical_or"):
+    define(name, logical, differentiable=False, elementwise=True)
+define("logical_not", logical, differentiable=False, elementwise=True)

@@ -12,9 +12,8 @@ differentiates that.
 """
 import numpy as np
 
-from ops.cpu.fused import fused as fused_kernel
-
 from .. import functional as F
+from ..device import backend
 from ..primitive import define, lookup
 from .movement import sliced_shape
 
@@ -54,7 +53,7 @@ def first_nonfinite(node, inputs: list):
     arrays, computed op by op as the unfused graph would; ``node`` itself when none does."""
     values = run_program(node.attrs["program"], viewed(inputs, node.attrs["views"], lambda x, view: x[view]),
                          lambda k, op, xs, dtype: np.asarray(xs[0]).astype(dtype) if op == "astype" else
-                         lookup(op).kernels["cpu"](*xs))
+                         backend("cpu").kernels[op](*xs))
     computed = values[len(inputs):]
     return next((member for member, y in zip(node.value, computed)
                  if y.dtype.kind == "f" and not np.isfinite(y).all()), node)
@@ -76,5 +75,5 @@ def fused_flops(out, *ins, program, views, **_):
 
 
 define("fused", lambda *inputs, program, reads, views, shape: (tuple(shape), np.dtype(program[-1][2])),
-       cpu=fused_kernel, vjp=fused_vjp, flops=fused_flops,
+       vjp=fused_vjp, flops=fused_flops,
        doc="elementwise ops run as one generated kernel: one pass over the output, no intermediate arrays")

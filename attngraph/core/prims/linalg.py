@@ -5,7 +5,6 @@ axes of an operand whose flag is set, as BLAS's gemm does. ``ag.matmul`` never s
 compiler's fusion pass does, absorbing ``transpose`` nodes that would otherwise copy the operand."""
 from math import prod
 
-from ops.cpu import matmul as mm
 
 from .. import functional as F
 from ..dims import broadcast, format_shape
@@ -42,5 +41,5 @@ def matmul_vjp(g, y, a, b, transpose_a=False, transpose_b=False):
     return g @ b.mT, a.mT @ g
 
 
-define("matmul", matmul_rule, cpu=mm.matmul, vjp=matmul_vjp,
+define("matmul", matmul_rule, vjp=matmul_vjp,
        flops=lambda out, a, b, transpose_a=False, transpose_b=False: 2 * prod(out) * a[-2 if transpose_a else -1])

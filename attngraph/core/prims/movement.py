@@ -5,18 +5,11 @@ from math import prod
 
 import numpy as np
 
-from ops.cpu import embedding
 
 from .. import functional as F
 from ..dims import broadcast, format_shape, multiply
 from ..primitive import define
 from ._infer import same_dtype
-
-
-def contiguous(x) -> np.ndarray:
-    """``x`` as a C-contiguous array, copied only if it is not one; 0-d stays 0-d (np.ascontiguousarray
-    would make it 1-d)."""
-    return np.require(x, requirements="C")
 
 
 def reshape_rule(x, shape):
@@ -85,26 +78,15 @@ def scatter_add_rule(g, idx, num_rows):
     return (num_rows, g.shape[-1]), g.dtype
 
 
-def scatter_slice(g, shape, index):
-    out = np.zeros(shape, dtype=g.dtype)
-    out[index] = g
-    return out
-
-
-define("reshape", reshape_rule, cpu=lambda x, shape: x.reshape(shape),
-       vjp=lambda g, y, x, shape: (F.reshape(g, x.shape),))
-define("transpose", transpose_rule, cpu=lambda x, perm: contiguous(x.transpose(perm)),
-       vjp=lambda g, y, x, perm: (F.transpose(g, tuple(np.argsort(perm))),))
-define("broadcast_to", broadcast_rule, cpu=lambda x, shape: contiguous(np.broadcast_to(x, shape)),
-       vjp=lambda g, y, x, shape: (g,))
+define("reshape", reshape_rule, vjp=lambda g, y, x, shape: (F.reshape(g, x.shape),))
+define("transpose", transpose_rule, vjp=lambda g, y, x, perm: (F.transpose(g, tuple(np.argsort(perm))),))
+define("broadcast_to", broadcast_rule, vjp=lambda g, y, x, shape: (g,))
 define("getitem", lambda x, index: (sliced_shape(x.shape, index), x.dtype),
-       cpu=lambda x, index: contiguous(x[index]),
        vjp=lambda g, y, x, index: (F.emit("scatter_slice", g, shape=x.shape, index=index),))
-define("scatter_slice", lambda g, shape, index: (tuple(shape), g.dtype), cpu=scatter_slice,
+define("scatter_slice", lambda g, shape, index: (tuple(shape), g.dtype),
        vjp=lambda g, y, x, shape, index: (F.emit("getitem", g, index=index),))
-define("concat", concat_rule, cpu=lambda *xs, axis: np.concatenate(xs, axis=axis), vjp=concat_vjp)
-define("gather", gather_rule, cpu=embedding.gather,
+define("concat", concat_rule, vjp=concat_vjp)
+define("gather", gather_rule,
        vjp=lambda g, y, table, idx: (F.emit("scatter_add", g, idx, num_rows=table.shape[0]), None))
-define("scatter_add", scatter_add_rule, cpu=lambda g, idx, num_rows: embedding.scatter_add(g, idx, num_rows),
-       flops=lambda out, g, idx, num_rows: prod(g),
+define("scatter_add", scatter_add_rule, flops=lambda out, g, idx, num_rows: prod(g),
        vjp=lambda g, y, x, idx, num_rows: (F.emit("gather", g, idx), None))

@@ -8,10 +8,6 @@ from math import inf, prod
 
 import numpy as np
 
-from ops.cpu import cross_entropy as xent
-from ops.cpu import dropout as drop
-from ops.cpu import layer_norm as ln
-from ops.cpu import softmax as sm
 
 from ...errors import AttnGraphError
 from .. import functional as F
@@ -69,10 +65,6 @@ def cross_entropy_rule(logits, targets, ignore_index):
     return (), logits.dtype
 
 
-def rows(x):
-    return x.reshape(-1, x.shape[-1])
-
-
 def dropout_rule(x, seed, p, key):
     require_float(x)
     if not 0 <= p < 1:
@@ -81,33 +73,25 @@ def dropout_rule(x, seed, p, key):
 
 
 define("softmax", softmax_rule, flops=per_element(5),
-       cpu=lambda x, mask=None, *, causal: sm.softmax(x, mask, causal),
        vjp=lambda g, y, x, mask=None, *, causal: (F.emit("softmax_grad", g, y), None))
 define("softmax_grad", softmax_grad_rule, flops=per_element(4),
-       cpu=lambda g, y: sm.softmax_backward(g, y), vjp=first_order_only)
+       vjp=first_order_only)
 define("log_softmax", softmax_rule, flops=per_element(5),
-       cpu=lambda x, mask=None, *, causal: sm.log_softmax(x, mask, causal),
        vjp=lambda g, y, x, mask=None, *, causal: (
            F.emit("log_softmax_grad", g, y, *([] if mask is None else [mask]), causal=causal), None))
 define("log_softmax_grad", softmax_grad_rule, flops=per_element(4),
-       cpu=lambda g, y, mask=None, *, causal: sm.log_softmax_backward(g, y, mask, causal),
        vjp=first_order_only)
-define("layer_norm", layer_norm_rule, flops=per_element(8), vjp=layer_norm_vjp,
-       cpu=lambda x, weight, bias, eps: ln.layer_norm(x, weight, bias, eps))
+define("layer_norm", layer_norm_rule, flops=per_element(8), vjp=layer_norm_vjp)
 define("layer_norm_grad", lambda g, x, weight, eps: (x.shape, same_dtype(g, x, weight)), flops=per_element(10),
-       cpu=lambda g, x, weight, eps: ln.layer_norm_backward(g, x, weight, eps), vjp=first_order_only)
+       vjp=first_order_only)
 define("layer_norm_params_grad", lambda g, x, eps: ((2,) + x.shape[-1:], same_dtype(g, x)),
        flops=lambda out, g, x, eps: 8 * prod(x),
-       cpu=lambda g, x, eps: ln.layer_norm_params_backward(g, x, eps), vjp=first_order_only,
+       vjp=first_order_only,
        doc="(dγ, dβ) stacked: Σ g∘x̂ and Σ g over every axis but the last")
 define("cross_entropy", cross_entropy_rule, flops=lambda out, logits, targets, ignore_index: 5 * prod(logits),
-       cpu=lambda logits, targets, ignore_index: xent.cross_entropy(rows(logits), targets.reshape(-1), ignore_index),
        vjp=lambda g, y, logits, targets, ignore_index: (
            F.emit("cross_entropy_grad", g, logits, targets, ignore_index=ignore_index), None))
 define("cross_entropy_grad", lambda g, logits, targets, ignore_index: (logits.shape, logits.dtype),
-       flops=lambda out, g, logits, targets, ignore_index: 5 * prod(logits), vjp=first_order_only,
-       cpu=lambda g, logits, targets, ignore_index: xent.cross_entropy_backward(
-           g, rows(logits), targets.reshape(-1), ignore_index).reshape(logits.shape))
+       flops=lambda out, g, logits, targets, ignore_index: 5 * prod(logits), vjp=first_order_only)
 define("dropout", dropout_rule, flops=per_element(2),
-       cpu=lambda x, seed, p, key: drop.dropout(x, p, int(seed), key),
        vjp=lambda g, y, x, seed, p, key: (F.emit("dropout", g, seed, p=p, key=key), None))

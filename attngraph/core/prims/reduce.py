@@ -6,7 +6,6 @@ from math import prod
 
 import numpy as np
 
-from ops.cpu import reduce as red
 
 from .. import functional as F
 from ..primitive import define
@@ -61,13 +60,11 @@ def reduce_flops(out, x, axes, keepdims):
     return prod(x)
 
 
-define("sum", sum_rule, cpu=lambda x, axes, keepdims: red.sum(x, axes, keepdims), flops=reduce_flops,
+define("sum", sum_rule, flops=reduce_flops,
        vjp=lambda g, y, x, axes, keepdims: (spread(g, x, axes, keepdims),))
-define("max", extremum_rule("max"), cpu=lambda x, axes, keepdims: red.max(x, axes, keepdims), flops=reduce_flops,
+define("max", extremum_rule("max"), flops=reduce_flops,
        vjp=extremum_vjp)
-define("min", extremum_rule("min"), cpu=lambda x, axes, keepdims: red.min(x, axes, keepdims), flops=reduce_flops,
+define("min", extremum_rule("min"), flops=reduce_flops,
        vjp=extremum_vjp)
-define("logsumexp", logsumexp_rule, cpu=lambda x, axes, keepdims: red.logsumexp(x, axes, keepdims),
-       flops=lambda out, x, axes, keepdims: 4 * prod(x), vjp=logsumexp_vjp)
-define("size", lambda x, axes, dtype: ((), np.dtype(dtype)), differentiable=False,
-       cpu=lambda x, axes, dtype: np.asarray(prod(x.shape[a] for a in axes), dtype=dtype))
+define("logsumexp", logsumexp_rule, flops=lambda out, x, axes, keepdims: 4 * prod(x), vjp=logsumexp_vjp)
+define("size", lambda x, axes, dtype: ((), np.dtype(dtype)), differentiable=False, shape_only=True)

@@ -12,7 +12,6 @@ from math import ceil, log2, prod
 
 import numpy as np
 
-from ops.cpu import sort
 
 from ..primitive import define
 
@@ -38,8 +37,6 @@ def argsort_flops(out, x, k, descending):
     return prod(x) * ceil(log2(n)) if n > 1 else 0
 
 
-define("argmax", arg_extreme_rule, cpu=lambda x: sort.arg_extreme(x, True), differentiable=False,
-       flops=lambda out, x: prod(x))
-define("argmin", arg_extreme_rule, cpu=lambda x: sort.arg_extreme(x, False), differentiable=False,
-       flops=lambda out, x: prod(x))
-define("argsort", argsort_rule, cpu=sort.argsort, differentiable=False, flops=argsort_flops)
+define("argmax", arg_extreme_rule, differentiable=False, flops=lambda out, x: prod(x))
+define("argmin", arg_extreme_rule, differentiable=False, flops=lambda out, x: prod(x))
+define("argsort", argsort_rule, differentiable=False, flops=argsort_flops)

@@ -25,11 +25,10 @@ from typing import Sequence
 import numpy as np
 
 from ...errors import DataError
+from ...models.tokens import IGNORE, SPECIALS
 from .batching import pad_sequences
 from .vocab import Vocabulary
 
-SPECIALS = ("<pad>", "<s>", "</s>", "<mask>")
-IGNORE = -100                   # a target without loss: cross_entropy(..., ignore_index=IGNORE)
 DIGITS = "0123456789"
 SYMBOLS = DIGITS + "abcdefghijklmnopqrstuvwxyz"
 SPLITS = ("train", "heldout")

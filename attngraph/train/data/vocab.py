@@ -7,8 +7,9 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ...errors import DataError
+from ...models.tokens import PAD, SPECIALS
 
-PAD, UNK = "<pad>", "<unk>"
+UNK = "<unk>"
 
 
 class Vocabulary:
@@ -18,7 +19,7 @@ class Vocabulary:
     Word vocabularies use the default specials, ``<pad>`` = 0 and ``<unk>`` = 1; a character-level
     corpus uses none (every character is known), so its ids are exactly its characters."""
 
-    def __init__(self, symbols: Iterable[str], specials: Sequence[str] = (PAD, UNK)):
+    def __init__(self, symbols: Iterable[str], specials: Sequence[str] = (SPECIALS[PAD], UNK)):
         self.symbols = [*specials, *symbols]
         self.specials = tuple(specials)
         self.index = {s: i for i, s in enumerate(self.symbols)}
@@ -28,7 +29,7 @@ class Vocabulary:
 
     @classmethod
     def build(cls, sequences: Iterable[Iterable[str]], min_count: int = 1, max_size: int | None = None,
-              specials: Sequence[str] = (PAD, UNK)) -> "Vocabulary":
+              specials: Sequence[str] = (SPECIALS[PAD], UNK)) -> "Vocabulary":
         """The symbols seen at least ``min_count`` (>= 1) times, the most frequent first (ties in sorted order),
         at most ``max_size`` ids in all, specials included."""
         if min_count < 1:

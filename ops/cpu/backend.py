@@ -1,0 +1,14 @@
+"""The CPU Backend: the kernels of this package's modules, on NumPy arrays."""
+import numpy as np
+
+import ops.cpu
+from ops.backend import Backend, kernel_table
+
+
+def _host(a) -> np.ndarray:
+    """``a`` as a NumPy array: a device array (anything with ``copy_to_host``) is copied back."""
+    return a.copy_to_host() if hasattr(a, "copy_to_host") else np.asarray(a)
+
+
+BACKEND = Backend("cpu", kernel_table(ops.cpu), put=_host, get=_host, owns=lambda a: isinstance(a, np.ndarray),
+                  zeros_like=np.zeros_like)
