@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from ..core import functional as F
+from ..core.sdpa import scaled_dot_product_attention
 from ..core.tracing import Input
 from ..nn import Conv1d, Linear, Module, ModuleList
 from ..nn.checks import integer, sizes
@@ -69,7 +70,7 @@ class AttentionBlock(Module):
         self.out_channels = channels + value_size
 
     def forward(self, x):
-        read = F.scaled_dot_product_attention(self.query(x), self.key(x), self.value(x), causal=True)
+        read = scaled_dot_product_attention(self.query(x), self.key(x), self.value(x), causal=True)
         return F.concat([x, read], axis=2)
 
 
