@@ -21,8 +21,8 @@ from .tracing import add_call, add_node, current_graph, user_source
 __all__ = [   # what ``import attngraph`` exports: the ops users call, and Tensor
     "add", "sub", "mul", "div", "pow", "maximum", "minimum", "equal", "not_equal", "less", "less_equal", "greater",
     "greater_equal", "logical_and", "logical_or",
-    "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "erf", "abs", "sin", "cos", "rsqrt", "silu", "gelu",
-    "clip", "where", "logical_not", "stop_gradient", "astype", "zeros_like",
+    "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "erf", "abs", "sin", "cos", "rsqrt", "silu", "softplus",
+    "gelu", "clip", "where", "logical_not", "stop_gradient", "astype", "zeros_like",
     "sum", "mean", "max", "min", "logsumexp", "var", "std", "argmax", "argmin", "sort", "topk", "cumsum",
     "reshape", "transpose", "swapaxes", "broadcast_to", "expand_dims", "unsqueeze", "squeeze", "flatten", "moveaxis",
     "concat", "stack", "split", "take", "tril", "triu", "one_hot", "arange", "relative_distance", "embedding",
@@ -104,6 +104,7 @@ def sin(x): return emit("sin", x)
 def cos(x): return emit("cos", x)
 def rsqrt(x): return emit("rsqrt", x)
 def silu(x): return emit("silu", x)
+def softplus(x): return emit("softplus", x)
 def logical_not(x): return emit("logical_not", x)
 def stop_gradient(x): return emit("stop_gradient", x)
 

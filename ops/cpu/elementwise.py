@@ -163,6 +163,13 @@ def silu(x):
     return x * mathfn.sigmoid(x)
 
 
+@NanQuiet
+def softplus(x):
+    """ln(1 + eˣ), and x itself above 20 (where the two agree to the last bit of float64), as PyTorch's
+    softplus with its threshold 20"""
+    return x if x > 20 else math.log1p(mathfn.exp(x))
+
+
 @Elementwise
 def abs(x):
     """|x| (|-0| = 0), NaN stays NaN"""

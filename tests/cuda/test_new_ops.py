@@ -1,4 +1,4 @@
-"""abs, sin, cos, rsqrt, silu, clip, min and logsumexp on "cuda": the kernels against their CPU twins, and graphs
+"""abs, sin, cos, rsqrt, silu, softplus, clip, min and logsumexp on "cuda": the kernels against their CPU twins, and graphs
 using them forward and backward against the same graphs on "cpu"."""
 import numpy as np
 import pytest
@@ -13,7 +13,7 @@ from tests.cuda.test_executor import assert_same_on_both
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("name", ["abs", "sin", "cos", "rsqrt", "silu"])
+@pytest.mark.parametrize("name", ["abs", "sin", "cos", "rsqrt", "silu", "softplus"])
 def test_unary_kernels_match_the_cpu(name, dtype, rng):
     x = np.append(rng.normal(0, 3, 6), [0.0, -0.0, 40.0]).astype(dtype)
     x = np.abs(x) + dtype(0.1) if name == "rsqrt" else x

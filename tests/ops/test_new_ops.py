@@ -1,4 +1,4 @@
-"""abs, sin, cos, rsqrt, silu, clip and the min and logsumexp reductions: values and gradients against PyTorch's,
+"""abs, sin, cos, rsqrt, silu, softplus, clip and the min and logsumexp reductions: values and gradients against PyTorch's,
 edge cases, float64 gradient checks, fusion, and the errors of bad inputs."""
 import warnings
 
@@ -13,7 +13,7 @@ from ops.cpu import reduce
 
 INF, NAN = np.inf, np.nan
 X = [-INF, -3.0, -1.0, -0.0, 0.0, 0.5, 1.0, 2.5, INF, NAN]
-OPS = {"abs": ag.abs, "sin": ag.sin, "cos": ag.cos, "rsqrt": ag.rsqrt, "silu": ag.silu,
+OPS = {"abs": ag.abs, "sin": ag.sin, "cos": ag.cos, "rsqrt": ag.rsqrt, "silu": ag.silu, "softplus": ag.softplus,
        "clip": lambda x: ag.clip(x, -1, 0.5)}
 # torch 2.13 in float64 on X: (torch.op(x), the gradient of torch.op(x).sum()); clip is torch.clamp(x, -1, 0.5)
 TORCH = {
@@ -33,6 +33,10 @@ TORCH = {
               2.3103545499468914, INF, NAN],
              [NAN, -0.08810410601516962, 0.07232948812851325, 0.5, 0.5, 0.7399611873026519, 0.9276705118714869,
               1.0994011113415267, NAN, NAN]),
+    "softplus": ([0.0, 0.04858735157374206, 0.31326168751822286, 0.6931471805599453, 0.6931471805599453,
+                  0.9740769841801067, 1.3132616875182228, 2.5788897342925496, INF, NAN],
+                 [0.0, 0.04742587317756679, 0.2689414213699951, 0.5, 0.5, 0.6224593312018546, 0.7310585786300049,
+                  0.9241418199787564, 1.0, NAN]),
     "clip": ([-1.0, -1.0, -1.0, -0.0, 0.0, 0.5, 0.5, 0.5, 0.5, NAN],
              [0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]),
 }
@@ -54,6 +58,16 @@ def test_values_and_gradients_are_pytorchs_at_edge_cases(name, dtype):
         assert got.dtype == dtype
         np.testing.assert_allclose(got, want, **TOL[dtype])
         np.testing.assert_array_equal(np.signbit(got[~np.isnan(got)]), np.signbit(want[~np.isnan(want)]))
+
+
+def test_softplus_is_x_itself_above_its_threshold_20_as_pytorch_s():
+    """torch.nn.functional.softplus in float64 (threshold 20: x > 20 gives x and a gradient of exactly 1)."""
+    x = np.array([-50.0, 19.5, 20.0, 20.5, 1e4])
+    y, dx = ag.value_and_grad(lambda x: ag.sum(ag.softplus(x)))(x)
+    np.testing.assert_allclose(y, sum([1.9287498479639178e-22, 19.500000003398267, 20.000000002061153, 20.5, 1e4]),
+                               rtol=1e-15)
+    np.testing.assert_allclose(dx, [1.9287498479639178e-22, 0.9999999966017322, 0.9999999979388464, 1.0, 1.0],
+                               rtol=1e-13)
 
 
 def test_abs_keeps_integer_dtypes_and_refuses_booleans():
@@ -97,7 +111,7 @@ def test_sin_cos_rsqrt_silu_refuse_integer_tensors():
 
 def test_a_chain_of_the_new_ops_fuses_into_one_kernel_with_the_same_bits(rng):
     def f(x, y):
-        return ag.clip(ag.silu(ag.abs(ag.sin(x) * ag.cos(y))) + ag.rsqrt(x * x + 1), -0.3, 0.5)
+        return ag.clip(ag.silu(ag.abs(ag.sin(x) * ag.cos(y))) + ag.rsqrt(x * x + 1) - ag.softplus(y), -0.3, 0.5)
 
     graph = ag.trace(f, x=ag.Input((4, 5)), y=ag.Input((4, 5)))
     fused, unfused = optimize(graph), optimize(graph, fuse=False)

@@ -134,6 +134,8 @@ define("sigmoid", unary_float, elementwise=True, flops=per_element(6),
        vjp=lambda g, y, x: (g * y * (1 - y),))
 define("relu", unary_float, elementwise=True, flops=per_element(1),
        vjp=lambda g, y, x: (F.where(F.less_equal(y, 0.0), 0.0, g),))      # NaN passes g on, as in PyTorch
+define("softplus", unary_float, elementwise=True, flops=per_element(9),
+       vjp=lambda g, y, x: (F.where(x > 20, g, g * F.sigmoid(x)),))
 define("abs", no_bool(lambda x: (x.shape, x.dtype), "x itself"), elementwise=True,
        flops=per_element(1), vjp=lambda g, y, x: (g * sign(x),))
 define("sin", unary_float, elementwise=True, flops=per_element(10), vjp=lambda g, y, x: (g * F.cos(x),))
