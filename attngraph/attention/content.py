@@ -20,13 +20,6 @@ from ..nn import Linear, Module
 from ..nn.checks import positive, sizes
 from .scores import CosineScore
 
-SOFTPLUS_THRESHOLD = 20.0
-
-
-def softplus(x):
-    """log(1 + eˣ), and x itself above 20 where the two agree in float32 (PyTorch's ``softplus`` threshold)."""
-    return F.where(F.greater(x, SOFTPLUS_THRESHOLD), x, F.log(1 + F.exp(F.clip(x, hi=SOFTPLUS_THRESHOLD))))
-
 
 def sharpen(weights, gamma, mask=None):
     """w^γ / Σ_j w^γ over the last axis, for weights w (..., N) and exponents γ (...) ≥ 1, one per row.
@@ -75,4 +68,4 @@ class ContentReadHead(Module):
     def forward(self, h, memory, mask=None):
         out = self.params(h)
         key, strength, sharpness = out[..., :self.memory_dim], out[..., -2], out[..., -1]
-        return self.addressing(key, memory, softplus(strength), 1 + softplus(sharpness), mask)
+        return self.addressing(key, memory, F.softplus(strength), 1 + F.softplus(sharpness), mask)

@@ -361,8 +361,8 @@ def _relative_distance(b, node, q, k, max_distance):
 
 CONVERTERS: dict[str, Callable] = {
     **{op: _simple(op_type) for op, op_type in [
-        ("sub", "Sub"), ("div", "Div"), ("pow", "Pow"), ("neg", "Neg"), ("exp", "Exp"), ("log", "Log"), ("sqrt", "Sqrt"), ("tanh", "Tanh"),
-        ("sigmoid", "Sigmoid"), ("relu", "Relu"), ("erf", "Erf"), ("abs", "Abs"), ("sin", "Sin"), ("cos", "Cos"),
+        ("sub", "Sub"), ("div", "Div"), ("pow", "Pow"), ("neg", "Neg"), ("exp", "Exp"), ("log", "Log"),
+        ("sqrt", "Sqrt"), ("tanh", "Tanh"), ("sigmoid", "Sigmoid"), ("relu", "Relu"), ("erf", "Erf"), ("abs", "Abs"), ("sin", "Sin"), ("cos", "Cos"),
         ("clip", "Clip"), ("where", "Where"), ("equal", "Equal"),
         ("less", "Less"), ("less_equal", "LessOrEqual"), ("greater", "Greater"),
         ("greater_equal", "GreaterOrEqual"), ("logical_and", "And"), ("logical_or", "Or"),
@@ -374,6 +374,7 @@ CONVERTERS: dict[str, Callable] = {
     "minimum": _arithmetic("Min", "And"),
     "rsqrt": lambda b, node, x: b.op("Reciprocal", b.op("Sqrt", x)),
     "silu": lambda b, node, x: b.op("Mul", x, b.op("Sigmoid", x)),
+    "softplus": lambda b, node, x: b.op("Where", b.op("Greater", x, b.scalar(20, node.dtype)), x, b.op("Softplus", x)),
     "not_equal": lambda b, node, x, y: b.op("Not", b.op("Equal", x, y)),
     "astype": lambda b, node, x, dtype: b.cast(x, dtype),
     "dropout": lambda b, node, x, seed, p, key: b.op("Identity", x),

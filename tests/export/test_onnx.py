@@ -110,7 +110,7 @@ def test_reductions_sizes_and_casts(matches):
 def elementwise(x, y):
     h = ag.where(x > y, ag.tanh(x), ag.sigmoid(y)) + ag.maximum(x, y) * (x * x + 1) ** 1.5 - ag.minimum(x, y)
     h = h + ag.exp(-x) * ag.log(y * y + 1) / ag.sqrt(x * x + 1) + ag.relu(ag.erf(x)) - ag.stop_gradient(y)
-    h = h + ag.clip(ag.silu(ag.abs(x)) * ag.rsqrt(y * y + 1), -0.5, 1.0) + ag.sin(x) * ag.cos(y)
+    h = h + ag.clip(ag.silu(ag.abs(x)) * ag.rsqrt(y * y + 1), -0.5, 1.0) + ag.sin(x) * ag.cos(y) + ag.softplus(30 * y)
     keep = ag.logical_or(ag.logical_and(x >= y, ag.not_equal(x, y)), ag.logical_not(ag.less_equal(x, y)))
     return h * keep.astype(h.dtype) + ag.equal(x, y).astype(h.dtype) + (x < y).astype(h.dtype)
 
