@@ -1,7 +1,6 @@
 """A sentence classifier on the structured self-attentive sentence embedding (Lin et al. 2017)."""
 from __future__ import annotations
 
-import numpy as np
 
 from ..attention import StructuredSelfAttention, redundancy_penalty
 from ..core import functional as F
@@ -51,17 +50,11 @@ def loss(model: StructuredClassifier, tokens, labels):
 LENGTH = 6  # the sentence length of the registry's examples
 
 
-def batch(model: StructuredClassifier, rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:
-    """Whether a sentence holds the keyword."""
-    tokens, labels = tasks.keyword_sequences(rng, size, LENGTH, model.embed.num_embeddings)
-    return dict(tokens=tokens, labels=labels)
-
-
 register(ModelSpec(
     name="structured",
     factory=StructuredClassifier,
     inputs=lambda model: dict(tokens=Input(("B", LENGTH), "int64")),
-    batch=batch,
+    batch=tasks.keyword_batch(LENGTH),
     loss=loss,
     defaults=dict(vocab=32, embed_dim=32, hidden=32, attention_dim=32, hops=4, mlp_hidden=64, classes=2, penalty=1.0),
     tiny=dict(vocab=10, embed_dim=8, hidden=8, attention_dim=8, hops=2, mlp_hidden=16),

@@ -309,10 +309,16 @@ def _backward_heads(start, stop, q, k, v, g, o, dq, dk, dv, dz, allowed_rows, al
                     _add(dk[n, j0:j0 + w], dk_part[:w])
 
 
-KERNELS = {
-    "attention": lambda q, k, v, *extra, causal, scale: attention(q, k, v, *kernel_args(extra, causal, scale)),
-    "attention_grad": lambda g, o, q, k, v, *extra, causal, scale: attention_backward(
-        g, o, q, k, v, *kernel_args(extra, causal, scale)),
-    "attention_bias_grad": lambda g, o, q, k, v, *extra, causal, scale: attention_bias_backward(
-        g, o, q, k, v, *kernel_args(extra, causal, scale)),
-}
+def kernel_table(forward, backward, bias_backward) -> dict:
+    """A device's table entries for the attention primitives, given its three kernels: the primitives' optional
+    inputs (mask, bias) and attributes become the kernels' arguments (``kernel_args``)."""
+    return {
+        "attention": lambda q, k, v, *extra, causal, scale: forward(q, k, v, *kernel_args(extra, causal, scale)),
+        "attention_grad": lambda g, o, q, k, v, *extra, causal, scale: backward(
+            g, o, q, k, v, *kernel_args(extra, causal, scale)),
+        "attention_bias_grad": lambda g, o, q, k, v, *extra, causal, scale: bias_backward(
+            g, o, q, k, v, *kernel_args(extra, causal, scale)),
+    }
+
+
+KERNELS = kernel_table(attention, attention_backward, attention_bias_backward)

@@ -36,7 +36,7 @@ import math
 import numpy as np
 
 from ops._cuda import cuda, empty
-from ops.cpu.attention import _key_end, kernel_args
+from ops.cpu.attention import _key_end, kernel_table
 from ops.cuda import mathfn
 from ops.cuda.elementwise import full
 from ops.cuda.launch import ATTENTION_TILE, HEAD_DIM_MAX, THREADS, blocks
@@ -326,10 +326,4 @@ def _bias_grad(dz, g, q, k, v, lse, row_dots, scale, mask, mask_strides, shape, 
             dz[b, i, j] = p * (_dot(g[b, i], v[b, j], width) - row_dots[b, i])
 
 
-KERNELS = {
-    "attention": lambda q, k, v, *extra, causal, scale: attention(q, k, v, *kernel_args(extra, causal, scale)),
-    "attention_grad": lambda g, o, q, k, v, *extra, causal, scale: attention_backward(
-        g, o, q, k, v, *kernel_args(extra, causal, scale)),
-    "attention_bias_grad": lambda g, o, q, k, v, *extra, causal, scale: attention_bias_backward(
-        g, o, q, k, v, *kernel_args(extra, causal, scale)),
-}
+KERNELS = kernel_table(attention, attention_backward, attention_bias_backward)
