@@ -20,17 +20,13 @@ for four held-out pictures, the picture and then one panel per generated word, w
 """
 from __future__ import annotations
 
-import base64
-import html
-import struct
-import zlib
-
 import numpy as np
 
 import attngraph as ag
 from attngraph.models import captions
 from attngraph.models.show_attend_tell import ShowAttendTell, objective
 from attngraph.models.tokens import EOS, PAD
+from attngraph.render.overlay import attention_panels
 from attngraph.train import Adam, CosineDecay
 
 from .arguments import positive_int
@@ -41,7 +37,6 @@ HELDOUT = 1000
 SHOWN = 4
 CONFIG = dict(image_size=24, channels=(16, 32), embed_dim=32, hidden=64, attention_dim=32)
 TRAINING = dict(batch=32, lr=5e-3, warmup=30, min_lr=1e-4, clip=1.0, penalty=0.01)
-SCALE = 4               # screen pixels per picture pixel
 
 
 def main(argv=None) -> dict:
@@ -64,10 +59,12 @@ def main(argv=None) -> dict:
     tokens, alpha = model.greedy_decode(heldout["images"], length)
     metrics = evaluate(tokens, alpha, heldout["captions_out"])
     run.graph(ag.trace(model, images=inputs["images"], captions_in=inputs["captions_in"]))
+    side = int(np.sqrt(model.locations))
     for i in range(min(SHOWN, len(tokens))):
         words = captions.decode(tokens[i]).split()
-        run.path(f"attention-{i + 1}.svg").write_text(
-            attention_panels(heldout["images"][i], alpha[i, :len(words)], words), encoding="utf-8")
+        maps = alpha[i, :len(words)].reshape(len(words), side, side)
+        run.path(f"attention-{i + 1}.svg").write_text(attention_panels(heldout["images"][i], maps, words),
+                                                      encoding="utf-8")
     return run.finish(task="captions of generated pictures of shapes", model="Show, Attend and Tell (soft attention)",
                       config={"model": {"vocab": captions.VOCAB, **CONFIG}, "training": TRAINING,
                               "heldout": run.args.heldout, "seed": run.seed},
@@ -93,62 +90,6 @@ def evaluate(tokens: np.ndarray, alpha: np.ndarray, targets: np.ndarray) -> dict
     return {"heldout_exact_match": float(np.mean(exact)),
             "heldout_token_accuracy": float(np.sum((decoded == targets) & real) / np.sum(real)),
             "heldout_attention_on_shape": float(np.mean(on_shape)) if on_shape else 0.0}
-
-
-def upsample(grid: np.ndarray, size: int) -> np.ndarray:
-    """Bilinear resize of a (h, w) map to (size, size), pixel centres aligned (PyTorch's align_corners=False)."""
-    def weights(n: int) -> np.ndarray:
-        x = np.clip((np.arange(size) + 0.5) * n / size - 0.5, 0, n - 1)
-        low = np.floor(x).astype(int)
-        high, frac = np.minimum(low + 1, n - 1), x - low
-        m = np.zeros((size, n))
-        np.add.at(m, (np.arange(size), low), 1 - frac)
-        np.add.at(m, (np.arange(size), high), frac)
-        return m
-    return weights(grid.shape[0]) @ grid @ weights(grid.shape[1]).T
-
-
-def lit(picture: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-    """The picture (3, S, S) dimmed, and lit in white where the attention map (L,), upsampled and scaled to a
-    maximum of 1, is high: (S, S, 3) in [0, 1]."""
-    size = picture.shape[-1]
-    grid = int(np.sqrt(alpha.size))
-    weight = upsample(alpha.reshape(grid, grid), size)
-    weight = weight / max(weight.max(), 1e-12)
-    return np.clip(picture.transpose(1, 2, 0) * (0.3 + 0.7 * weight[..., None]) + 0.55 * weight[..., None], 0, 1)
-
-
-def png(rgb: np.ndarray) -> bytes:
-    """An 8-bit RGB PNG of ``rgb`` (H, W, 3) in [0, 1]."""
-    height, width, _ = rgb.shape
-    rows = np.round(rgb * 255).astype(np.uint8)
-    raw = b"".join(b"\x00" + row.tobytes() for row in rows)
-
-    def chunk(tag: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
-
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
-
-
-def attention_panels(picture: np.ndarray, alpha: np.ndarray, words: list[str]) -> str:
-    """An SVG row: the picture, then for each word (with its attention map, a row of ``alpha``) the picture lit
-    where the word looked, the word beneath."""
-    side = picture.shape[-1] * SCALE
-    panels = [("picture", picture.transpose(1, 2, 0))] + [(w, lit(picture, a)) for w, a in zip(words, alpha)]
-    gap, top = 8, 22
-    width, height = len(panels) * (side + gap) + gap, top + side + 24
-    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-            'font-family="Helvetica, Arial, sans-serif" font-size="12">'),
-           f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{gap}" y="15" font-weight="bold">{html.escape(" ".join(words))}</text>']
-    for k, (label, rgb) in enumerate(panels):
-        x = gap + k * (side + gap)
-        data = base64.b64encode(png(rgb)).decode("ascii")
-        out += [(f'<image x="{x}" y="{top}" width="{side}" height="{side}" style="image-rendering:pixelated" '
-                 f'href="data:image/png;base64,{data}"/>'),
-                f'<text x="{x + side / 2}" y="{top + side + 16}" text-anchor="middle">{html.escape(label)}</text>']
-    return "\n".join(out + ["</svg>"]) + "\n"
 
 
 if __name__ == "__main__":
