@@ -1,4 +1,5 @@
-"""Shared fixtures: a seeded generator, the shared data folder, and a helper to run a traced function."""
+"""Shared fixtures: a seeded generator, the shared data folder, and a helper to run a traced function. Every test
+starts from the same default generator (parameters' initialization), whichever tests ran before it."""
 import os
 from pathlib import Path
 
@@ -6,6 +7,11 @@ import numpy as np
 import pytest
 
 import attngraph as ag
+
+
+@pytest.fixture(autouse=True)
+def seeded_initialization():
+    ag.nn.init.manual_seed(0)
 
 
 @pytest.fixture
