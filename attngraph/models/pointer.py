@@ -22,14 +22,13 @@ from ..core.tracing import Input
 from ..errors import ShapeError
 from ..nn import LSTM, Linear, LSTMCell, Module, init
 from ..nn.checks import sizes
-from ..nn.recurrent import stack
 from . import tasks
 from .registry import ModelSpec, register
 
 
 def one_hot(indices, like):
     """(..., n) rows with a 1 at each index of ``indices`` (...), of ``like``'s dtype, n its last axis."""
-    return F.equal(F.expand_dims(indices, -1), F.arange(like)).astype(like.dtype)
+    return F.one_hot(indices, like.shape[-1]).astype(like.dtype)
 
 
 class PointerNetwork(Module):
@@ -77,7 +76,7 @@ class PointerNetwork(Module):
             log_p.append(step_log_p)
             z_prev = (F.expand_dims(chosen[:, i], -2) @ z)[:, 0]
             pointed = pointed + chosen[:, i]
-        return stack(log_p, axis=1)
+        return F.stack(log_p, axis=1)
 
     def decode(self, numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Greedy decoding: the permutation (B, n) that points at the most likely remaining position at each

@@ -14,7 +14,6 @@ from ..core.api import trace
 from ..core.tracing import Input
 from ..nn import GRU, Embedding, GRUCell, Linear, Module
 from ..nn.checks import integer, one_of, sizes
-from ..nn.recurrent import stack
 from . import tasks
 from .registry import ModelSpec, register
 from .tokens import greedy, padding_mask, token_ids, vocabulary
@@ -35,7 +34,7 @@ class Seq2Seq(Module):
         for t in range(tgt_in.shape[1]):
             step_logits, state, _ = self.step(tgt_in[:, t], state, memory, mask)
             logits.append(step_logits)
-        return stack(logits, axis=1)
+        return F.stack(logits, axis=1)
 
     def greedy_decode(self, src: np.ndarray, max_length: int) -> tuple[np.ndarray, np.ndarray]:
         """Target tokens (B, n ≤ max_length) for ``src`` (B, S) by greedy decoding (``tokens.greedy``), and

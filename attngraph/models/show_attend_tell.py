@@ -41,7 +41,6 @@ from ..errors import ShapeError
 from ..nn import Activation, Embedding, Linear, LSTMCell, Module, Sequential
 from ..nn.checks import divisible, flag, integer, non_negative, sizes
 from ..nn.conv import Conv2d, MaxPool2d
-from ..nn.recurrent import stack
 from . import captions
 from .registry import ModelSpec, register
 from .tokens import PAD, greedy, vocabulary
@@ -136,8 +135,8 @@ class ShowAttendTell(Module):
                                                               None if noise is None else noise[:, t])
             steps.append((logits, alpha, beta[:, 0], locations))
         logits, alpha, beta, locations = zip(*steps)
-        return Decoding(stack(logits, 1), stack(alpha, 1), stack(beta, 1),
-                        stack(locations, 1) if self.hard else None)
+        return Decoding(F.stack(logits, 1), F.stack(alpha, 1), F.stack(beta, 1),
+                        F.stack(locations, 1) if self.hard else None)
 
     def forward(self, images, captions_in, noise=None):
         decoding = self.decode(images, captions_in, noise)

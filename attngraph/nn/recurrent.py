@@ -121,11 +121,6 @@ def map_state(f, *states):
     return f(*states)
 
 
-def stack(xs: list, axis: int):
-    """Tensors of one shape stacked along a new ``axis``, as ``np.stack``."""
-    return F.concat([F.expand_dims(x, axis) for x in xs], axis=axis)
-
-
 def join_features(a, b):
     return F.concat([a, b], axis=-1)
 
@@ -180,7 +175,7 @@ class Recurrent(Module):
                 real = F.expand_dims(mask[:, t], -1)
                 state = map_state(lambda n, old: F.where(real, n, old), new, state)
                 outputs[t] = F.where(real, hidden(state), 0.0)
-        return stack([outputs[t] for t in sorted(outputs)], axis=1), state
+        return F.stack([outputs[t] for t in sorted(outputs)], axis=1), state
 
     def extra_repr(self) -> str:
         return f"bidirectional={self.bidirectional}"
