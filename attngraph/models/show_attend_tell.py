@@ -21,6 +21,8 @@ caption's T samples are drawn in one run. It is trained by REINFORCE (``attentio
 R = log p(y | s̃, a), the moving-average baseline b is fed as an input, and an entropy bonus keeps the
 attention exploring (eq. 12). At inference the hard model reads the most likely location (zero noise).
 The paper's other variance reduction, the expectation in place of the sample half the time, is left out.
+REINFORCE's estimate is no derivative of the loss's value, so the registered loss (``check-grads``) leaves it
+out (``objective(..., reinforce=False)``); its direction is tested on its own.
 
 Departures from the paper, for small pictures: the encoder is two 3 × 3 convolutions, each followed by
 a ReLU and 2 × 2 max pooling, and a third pooling (a 24 × 24 picture gives 3 × 3 locations), and a learned vector per location (``LearnedPositions``) is added to the annotations, so that
@@ -198,17 +200,19 @@ def caption_log_likelihood(logits, captions_out):
 
 
 def objective(model: ShowAttendTell, images, captions_in, captions_out, noise=None, baseline=0.0,
-              penalty: float = PENALTY, entropy: float = ENTROPY) -> dict:
+              penalty: float = PENALTY, entropy: float = ENTROPY, reinforce: bool = True) -> dict:
     """{"loss": ...} for the soft model: the mean cross-entropy of the caption's words plus ``penalty`` times
-    the doubly stochastic penalty. The hard model's loss has the same value, and its gradient adds REINFORCE's
-    (``reinforce_loss`` with R = log p(y | s̃, a) for every word's sample, the ``baseline`` b and the
-    ``entropy`` weight): its surrogate enters as s − stop_gradient(s), which adds 0. It also returns "reward",
-    the batch's mean R, for the baseline b ← 0.9 b + 0.1 R (``MovingAverageBaseline``)."""
+    the doubly stochastic penalty. The hard model's loss has the same value, and (``reinforce``) its gradient
+    adds REINFORCE's (``reinforce_loss`` with R = log p(y | s̃, a) for every word's sample, the ``baseline`` b
+    and the ``entropy`` weight): its surrogate enters as s − stop_gradient(s), which adds 0. It also returns
+    "reward", the batch's mean R, for the baseline b ← 0.9 b + 0.1 R (``MovingAverageBaseline``).
+    ``reinforce=False`` leaves that estimate out: what remains is the gradient of the loss for the locations
+    the noise chose, the one finite differences can check."""
     decoding = model.decode(images, captions_in, noise)
     real = F.not_equal(captions_out, PAD)
     loss = (F.cross_entropy(decoding.logits, captions_out, ignore_index=PAD)
             + non_negative("penalty", penalty) * doubly_stochastic_penalty(decoding.alpha, real))
-    if decoding.locations is None:
+    if decoding.locations is None or not flag("reinforce", reinforce):
         return {"loss": loss}
     reward = caption_log_likelihood(decoding.logits, captions_out)
     per_word = F.where(real, F.expand_dims(reward, -1), baseline)          # padding's samples carry no signal
@@ -245,7 +249,7 @@ for name, hard, description in [
         factory=lambda hard=hard, **settings: ShowAttendTell(hard=hard, **settings),
         inputs=inputs,
         batch=batch,
-        loss=lambda model, **b: objective(model, **b)["loss"],
+        loss=lambda model, **b: objective(model, **b, reinforce=False)["loss"],
         defaults=SETTINGS,
         tiny=TINY,
         description=f"Show, Attend and Tell (Xu et al. 2015), {description}",

@@ -185,6 +185,28 @@ def test_reinforce_makes_the_sampled_locations_likelier_when_the_reward_beats_th
     assert sign * (after - before) > 0
 
 
+def test_the_registered_hard_loss_has_the_gradient_finite_differences_see():
+    """Without REINFORCE's estimate (no derivative of the loss's value), the hard model's registered loss is
+    checkable: the gradient of the attention's v (reached through the penalty) matches central differences."""
+    model = sat.ShowAttendTell(hard=True, rng=np.random.default_rng(0), **TINY).astype(np.float64)
+    batch = {k: v.astype(np.float64) if v.dtype.kind == "f" else v
+             for k, v in sat.batch(model, np.random.default_rng(0), 2).items()}
+    loss = ag.trace(lambda **b: ag.models.spec("show-attend-tell-hard").loss(model, **b), **batch)
+    step, value = loss.grad().compile(), loss.compile()
+    v = model.score.v.data
+    _, *grads = step(**batch)
+    grad = next(g for node, g in zip(loss.parameters.values(), grads) if node.value is model.score.v)
+    numeric = np.zeros_like(v)
+    for i in range(len(v)):
+        v[i] += 1e-6
+        up = float(value(**batch))
+        v[i] -= 2e-6
+        numeric[i] = (up - float(value(**batch))) / 2e-6
+        v[i] += 1e-6
+    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-8)
+    assert np.abs(grad).max() > 1e-6
+
+
 def test_greedy_decoding_attends_as_teacher_forcing_does_on_its_own_words():
     model, batch = model_and_batch()
     tokens, alpha = model.greedy_decode(batch["images"], 10)
