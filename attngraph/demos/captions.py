@@ -6,17 +6,23 @@ triangle, cross; red, green, blue, yellow) in the cells of a 3 × 3 grid, captio
 drawn with a seed of their own.
 
 Model: ``ShowAttendTell`` (Xu et al. 2015) with soft attention: two 3 × 3 convolutions (16 and 32
-channels, ReLU, 2 × 2 max pooling) give 6 × 6 = 36 annotation vectors; an LSTM of 64 units, initialized
-from their mean, attends over them before each word (the attention MLP, the gating scalar β, the deep
-output layer) under the doubly stochastic penalty (λ = 0.01). Training: Adam (lr 5e-3, 30 warm-up steps,
-cosine decay to 1e-4), batches of 32, gradients clipped at norm 1, 1,000 steps. Evaluation: greedy decoding of the
+channels, ReLU, 2 × 2 max pooling) and a third pooling give 3 × 3 = 9 annotation vectors, one per cell; an
+LSTM of 64 units, initialized from their mean, attends over them before each word (the attention MLP, the
+gating scalar β, the deep output layer) under the doubly stochastic penalty (λ = 0.01). Training: Adam
+(lr 2e-2, 30 warm-up steps, cosine decay to 1e-4), batches of 32, gradients clipped at norm 1, 1,200 steps
+(about a minute on one quiet core). Measured at 600/800/1,200 steps (300 held-out pictures): lr 5e-3 reaches
+9% exact captions at 600 steps, 1e-2 13%, 3e-2 28%, 2e-2 67%, and with 1,200 steps 96% (99.2% of the words);
+λ = 0.1 stays at 64% and larger initial position vectors did not help. The default run captions 95.9% of the
+1,000 held-out pictures exactly (99.3% of the words; seed 1 reached 77% on 300), but only 59% of its words
+attend most to their shape's cell: place words often look at a neighbouring one. Evaluation: greedy decoding of the
 held-out pictures: ``heldout_exact_match`` (whole captions), ``heldout_token_accuracy`` (words in place,
 ``</s>`` included) and ``heldout_attention_on_shape`` (of the words of the correctly captioned pictures, the
 fraction whose largest attention weight lies in the cell of the shape the word is about).
 
 Writes: metrics.json, train.jsonl, loss.svg, graph.svg (+ .dot), and attention-1.svg ... attention-4.svg:
 for four held-out pictures, the picture and then one panel per generated word, with its attention map
-(6 × 6, bilinearly upsampled to the picture) lighting the picture where the word looked.
+(3 × 3, bilinearly upsampled to the picture: ``attngraph.render.overlay``) lighting the picture where the
+word looked.
 """
 from __future__ import annotations
 
@@ -32,11 +38,11 @@ from attngraph.train import Adam, CosineDecay
 from .arguments import positive_int
 from .common import HELDOUT_SEED, Run, demo_parser
 
-STEPS = 1000
+STEPS = 1200
 HELDOUT = 1000
 SHOWN = 4
 CONFIG = dict(image_size=24, channels=(16, 32), embed_dim=32, hidden=64, attention_dim=32)
-TRAINING = dict(batch=32, lr=5e-3, warmup=30, min_lr=1e-4, clip=1.0, penalty=0.01)
+TRAINING = dict(batch=32, lr=2e-2, warmup=30, min_lr=1e-4, clip=1.0, penalty=0.01)
 
 
 def main(argv=None) -> dict:
