@@ -48,17 +48,22 @@ class Elementwise:
 
 class NanQuiet(Elementwise):
     """An Elementwise op whose exact results raise no floating-point warning, as NumPy's do not: NaN inputs no
-    'invalid value', huge ones no 'overflow'.
+    'invalid value', huge ones no 'overflow' (``ignore`` names the warnings kept quiet: exp keeps its overflow
+    warning, as NumPy's exp does).
 
     Compiled ordered comparisons set the CPU's invalid flag on NaN, which NumPy reports after the loop (maximum,
-    relu, the predicates), and mathfn's tanh, sigmoid and GELU compute both sides of their branches, one of which
-    may overflow where the result taken (±1, 0 or x) is exact."""
+    relu, the predicates, and the vectorized float32 exp), and mathfn's tanh, sigmoid and GELU compute both sides
+    of their branches, one of which may overflow where the result taken (±1, 0 or x) is exact."""
+
+    def __init__(self, scalar_fn, boolean: bool = False, ignore: tuple[str, ...] = ("invalid", "over")):
+        super().__init__(scalar_fn, boolean)
+        self.ignore = dict.fromkeys(ignore, "ignore")
 
     def _bind(self, signature):
         loop = super()._bind(signature)
 
         def quiet(*arrays):
-            with np.errstate(invalid="ignore", over="ignore"):
+            with np.errstate(**self.ignore):
                 return loop(*arrays)
         return quiet
 
@@ -103,7 +108,7 @@ def pow(a, b):
     return a ** b
 
 
-@Elementwise
+@functools.partial(NanQuiet, ignore=("invalid",))
 def exp(x):
     """e**x"""
     return mathfn.exp(x)

@@ -135,3 +135,12 @@ def test_exact_results_raise_no_floating_point_warnings(name, dtype, recwarn):
                  "gelu_erf": lambda x: gelu.gelu(x, exact=True)}
     y = functions[name](x) if name in functions else getattr(ew, name)(x)
     assert np.isnan(y[0]) and np.isfinite(y[5]) and not recwarn.list
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_exp_warns_as_numpy_s_exp_does_only_on_overflow(dtype, recwarn):
+    """A NaN row (long enough for the vectorized loop) gives NaN quietly; a huge input overflows with NumPy's
+    warning."""
+    assert np.isnan(ew.exp(np.full(16, np.nan, dtype))).all() and not recwarn.list
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        assert np.isposinf(ew.exp(np.full(16, 1000, dtype))).all()
