@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
@@ -169,22 +170,15 @@ def _warmup(args) -> int:
     from . import models
     from .core.primitive import REGISTRY
     from .train.progress import CompileProgress
-    covered = set()
-    work = [(program, dtype) for dtype in args.dtype for program in _programs()]
+    work = [functools.partial(_program_step, program, np.dtype(dtype)) for dtype in args.dtype
+            for program in _programs()]
     if "float32" in args.dtype:
-        work += [(_default_demo_steps, "float32")] + [(name, "float32") for name in models.names()]
+        work += [_default_demo_steps] + [functools.partial(_registered_step, name) for name in models.names()]
+    covered = set()
     with (tqdm(work, desc="compiling kernels into numba's cache", unit=" programs", disable=None) as bar,
           CompileProgress(bar=bar)):
-        for program, dtype in bar:
-            if program is _default_demo_steps:
-                program()
-                continue
-            graph, feeds = _model_step(program) if isinstance(program, str) else _exercise(program, np.dtype(dtype))
-            step = graph.compile()
-            outputs = step(**feeds)
-            if not isinstance(program, str):
-                _train_step(outputs[1:], [feeds[name] for name in _PARAMETERS])
-            covered |= {n.op for n in graph.nodes} | {n.op for n in step.graph.nodes}
+        for run in bar:
+            covered |= run()
     missing = sorted(set(REGISTRY) - covered)
     print(f"compiled the kernels of {len(REGISTRY) - len(missing)} primitives and of the optimizers for "
           f"{', '.join(args.dtype)}" + (f"; not exercised: {', '.join(missing)}" if missing else "")
@@ -193,19 +187,34 @@ def _warmup(args) -> int:
     return 0
 
 
-def _model_step(name: str):
-    """The training-step graph of registered model ``name`` (tiny) and a batch of 2 to run it on."""
+def _program_step(program, dtype: np.dtype) -> set[str]:
+    """Run ``program``'s gradient graph and the Trainer's gradient handling on it; the ops it ran."""
+    graph, feeds = _exercise(program, dtype)
+    step = graph.compile()
+    _train_step(step(**feeds)[1:], [feeds[name] for name in _PARAMETERS])
+    return {n.op for n in graph.nodes} | {n.op for n in step.graph.nodes}
+
+
+def _registered_step(name: str) -> set[str]:
+    """Run a training step's graph of registered model ``name`` (tiny); the ops it ran."""
     from . import models
+    graph, batch = _model_step(models.spec(name), models.get(name, tiny=True), np.random.default_rng(0))
+    step = graph.compile()
+    step(**batch)
+    return {n.op for n in graph.nodes} | {n.op for n in step.graph.nodes}
+
+
+def _model_step(spec, model, rng: np.random.Generator):
+    """The training-step graph (the loss and its gradient) of ``model``, a registered model of ``spec``, and the
+    batch of 2 it is traced on, drawn with ``rng``."""
     from .core.api import trace
-    spec = models.spec(name)
-    model = models.get(name, tiny=True)
-    batch = spec.batch(model, np.random.default_rng(0), 2)
+    batch = spec.batch(model, rng, 2)
     return trace(lambda **b: spec.loss(model, **b), **batch).grad(), batch
 
 
-def _default_demo_steps() -> None:
+def _default_demo_steps() -> set[str]:
     """Two training steps and a small evaluation of the default demo, quietly, into a temporary folder: the
-    kernels that the fusion pass generates for its model compile too."""
+    kernels that the fusion pass generates for its model compile too. The ops it ran are not recorded."""
     import contextlib
     import io
     import tempfile
@@ -214,6 +223,7 @@ def _default_demo_steps() -> None:
     with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()), \
             contextlib.redirect_stderr(io.StringIO()):
         importlib.import_module(f"attngraph.demos.{DEFAULT}").main(["--steps", "2", "--heldout", "4", "--out", folder])
+    return set()
 
 
 def _train_step(grads: list, values: list) -> None:
@@ -299,8 +309,7 @@ def _graph(args):
     model = _model(args, target, args.tiny)
     if forward:
         return trace(model, **target.inputs(model)), model
-    batch = target.batch(model, np.random.default_rng(args.seed), 2)
-    return trace(lambda **b: target.loss(model, **b), **batch).grad(), model
+    return _model_step(target, model, np.random.default_rng(args.seed))[0], model
 
 
 def _model(args, spec, tiny: bool):

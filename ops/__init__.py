@@ -15,12 +15,21 @@ os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 DEVICES = ("cpu", "cuda")
+BACKENDS = {}
+"""The Backends built so far, by device: ``get_backend`` builds each on its first use and hands it out after."""
 
 
 def get_backend(device: str):
     """The Backend of ``device`` ("cpu" or "cuda"), its kernel table built on first use (so that importing ops
     never imports numba.cuda). Raises ``backend.Unavailable`` saying what is missing when "cuda" cannot run, and
     KeyError for a device that does not exist."""
+    backend = BACKENDS.get(device)
+    if backend is None:
+        backend = BACKENDS[device] = _build(device)
+    return backend
+
+
+def _build(device: str):
     if device == "cpu":
         from ops.cpu.backend import BACKEND
         return BACKEND

@@ -9,7 +9,6 @@ import pytest
 
 import attngraph as ag
 import ops
-import ops.cuda.backend
 from attngraph.core.primitive import REGISTRY
 from ops import _cuda
 
@@ -60,7 +59,7 @@ def test_unknown_device_and_missing_kernel_raise_device_errors(monkeypatch):
     with pytest.raises(ag.DeviceError, match="unknown device 'tpu'"):
         graph.compile("tpu")
     cuda = ops.get_backend("cuda")
-    monkeypatch.setattr(ops.cuda.backend, "BACKEND", dataclasses.replace(
+    monkeypatch.setitem(ops.BACKENDS, "cuda", dataclasses.replace(
         cuda, kernels={name: kernel for name, kernel in cuda.kernels.items() if name != "softmax"}))
     with pytest.raises(ag.DeviceError, match="op 'softmax' has no cuda kernel"):
         graph.compile("cuda")

@@ -13,7 +13,7 @@ import pytest
 from numba import njit
 
 import attngraph as ag
-import ops.cpu.backend
+import ops
 from attngraph.core.primitive import REGISTRY, define
 from attngraph.core.functional import emit
 
@@ -64,8 +64,8 @@ def test_writing_into_an_output_changes_neither_the_model_nor_the_executable(nam
 
 def with_cpu_kernel(monkeypatch, name: str, kernel) -> None:
     """The CPU backend, for this test, with ``kernel`` for primitive ``name``."""
-    cpu = ops.cpu.backend.BACKEND
-    monkeypatch.setattr(ops.cpu.backend, "BACKEND", dataclasses.replace(cpu, kernels={**cpu.kernels, name: kernel}))
+    cpu = ops.get_backend("cpu")
+    monkeypatch.setitem(ops.BACKENDS, "cpu", dataclasses.replace(cpu, kernels={**cpu.kernels, name: kernel}))
 
 
 def test_a_view_returned_by_a_numba_kernel_is_copied_too(monkeypatch):
