@@ -6,8 +6,8 @@ arrays live. ``get_backend(device)`` and ``backend_of(array)`` find them.
 
 Importing ``ops`` makes idle threads sleep rather than spin, unless the environment says otherwise:
 OMP_WAIT_POLICY=passive for Numba's OpenMP threads and OPENBLAS_THREAD_TIMEOUT=4 for OpenBLAS's (why:
-ops/cpu/threads.py). Set here, first, so that they reach every library loaded after: attngraph imports ``ops``
-before NumPy, whose OpenBLAS reads its variables once, when NumPy is imported.
+ops/cpu/threads.py). Set here, first, so that they reach every library loaded after; NumPy's OpenBLAS, loaded
+before when a program imports NumPy first, is made to read them again (ops/cpu/matmul.py).
 """
 import os
 

@@ -10,11 +10,11 @@ writes into `out`: returning np.dot's result into out[i] compiles far more slowl
 
 Two BLAS libraries: NumPy's OpenBLAS (``np.matmul`` from Python) and SciPy's (``np.dot`` inside numba). NumPy's
 runs 2-D products faster, so 2-D products go there. But its worker threads keep spinning after a product,
-holding the cores that the next kernel's threads need, unless OPENBLAS_THREAD_TIMEOUT was set when NumPy was
-imported: ``ops`` sets it, but most programs import NumPy first. ``NUMPY_BLAS_SLEEPS`` says which (NumPy's
-OpenBLAS reports the value it read); when its threads spin, only products of up to 2**24 multiply-adds go to
-NumPy, where its speed outweighs the spinning, and the larger ones to SciPy's, whose threads sleep (it loads
-after ``ops``); when they sleep, every 2-D product goes to NumPy.
+holding the cores that the next kernel's threads need, unless they read OPENBLAS_THREAD_TIMEOUT ≤ 16. ``ops``
+sets the variable, which NumPy's OpenBLAS reads when it loads; when NumPy was imported first (most programs),
+``_let_numpy_blas_sleep`` makes it read the variable again. ``NUMPY_BLAS_SLEEPS`` says whether its threads sleep:
+when they spin (the environment asks for it, or another BLAS that cannot tell), only products of up to 2**24
+multiply-adds go to NumPy, where its speed outweighs the spinning, and the larger ones to SciPy's.
 
 Threads: OpenBLAS (SciPy's, which numba calls) runs a product of M*K*N <= 2**18 on one thread and
 larger ones on all cores; called from numba's threads it oversubscribes them. So numba's threads take the
@@ -22,6 +22,7 @@ batch only for small products; larger ones run one after the other, each on BLAS
 """
 import ctypes
 import math
+import os
 
 import numpy as np
 from numba import njit, prange
@@ -32,10 +33,12 @@ from ops.cpu.threads import parallel_kernel
 _BLAS_SERIAL_MAX = 2 ** 18     # OpenBLAS's threshold (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD)
 
 
-def _numpy_blas_sleeps() -> bool:
-    """Whether NumPy's OpenBLAS read an OPENBLAS_THREAD_TIMEOUT of at most 16 (2**16 cycles of spinning) when it
-    loaded: asked through its ``openblas_thread_timeout``, found among the process's libraries (Linux); False
-    where it cannot tell (another BLAS, another system)."""
+def _let_numpy_blas_sleep() -> bool:
+    """Whether NumPy's OpenBLAS threads sleep (OPENBLAS_THREAD_TIMEOUT ≤ 16) after making them read the variable:
+    an OpenBLAS loaded before ``ops`` set it keeps the timeout it read, so it reads the environment again
+    (``openblas_read_env``) and stops its threads (``blas_thread_shutdown_``), which its next product restarts
+    with the new timeout. Found among the process's libraries (Linux); False where it cannot tell (another BLAS,
+    another system). Runs once, at import, before attngraph's kernels use NumPy's BLAS."""
     try:
         with open("/proc/self/maps") as maps:
             paths = {line.split()[-1] for line in maps if "openblas" in line and "numpy" in line}
@@ -43,15 +46,20 @@ def _numpy_blas_sleeps() -> bool:
         return False
     for path in sorted(paths):
         try:
-            timeout = ctypes.CDLL(path).openblas_thread_timeout
+            library = ctypes.CDLL(path)
+            timeout, read_env, shutdown = (library.openblas_thread_timeout, library.openblas_read_env,
+                                           library.blas_thread_shutdown_)
         except (OSError, AttributeError):
             continue
         timeout.restype = ctypes.c_int
+        if str(timeout()) != os.environ.get("OPENBLAS_THREAD_TIMEOUT"):
+            read_env()
+            shutdown()
         return 0 < timeout() <= 16
     return False
 
 
-NUMPY_BLAS_SLEEPS = _numpy_blas_sleeps()
+NUMPY_BLAS_SLEEPS = _let_numpy_blas_sleep()
 _NUMPY_MAX = math.inf if NUMPY_BLAS_SLEEPS else 2 ** 24     # multiply-adds of the largest 2-D product for NumPy
 
 
