@@ -32,6 +32,7 @@ from .vocab import Vocabulary
 DIGITS = "0123456789"
 SYMBOLS = DIGITS + "abcdefghijklmnopqrstuvwxyz"
 SPLITS = ("train", "heldout")
+DRAWS_AT_ONCE = 1024     # pairs ``sample`` asks ``pairs`` for at a time
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +52,10 @@ class Task:
 
     def pair(self, rng: np.random.Generator) -> tuple[str, str]:
         raise NotImplementedError
+
+    def pairs(self, rng: np.random.Generator, count: int) -> list[tuple[str, str]]:
+        """``count`` pairs of either split: ``pair`` drawn ``count`` times, unless a task draws them at once."""
+        return [self.pair(rng) for _ in range(count)]
 
     def key(self, source: str, target: str) -> str:
         return source
@@ -74,12 +79,13 @@ class Task:
                 raise DataError(f"{self!r}: {budget} draws gave only {len(pairs)} of the {n} "
                                 f"{'distinct ' * distinct}{split} pairs asked for; the task has too few of them: "
                                 "ask for fewer, or make the task larger")
-            pair = self.pair(rng)
-            draws += 1
-            if self.split_of(*pair) == split and not (distinct and pair in seen):
-                seen.add(pair)
-                pairs.append(pair)
-        return pairs
+            block = self.pairs(rng, min(DRAWS_AT_ONCE, budget - draws))
+            draws += len(block)
+            for pair in block:
+                if self.split_of(*pair) == split and not (distinct and pair in seen):
+                    seen.add(pair)
+                    pairs.append(pair)
+        return pairs[:n]
 
     @cached_property
     def vocab(self) -> Vocabulary:
@@ -134,9 +140,15 @@ class SymbolTask(Task):
         return SYMBOLS[:self.symbols]
 
     def pair(self, rng):
-        length = rng.integers(self.min_length, self.max_length + 1)
-        source = "".join(self.alphabet[i] for i in rng.integers(0, self.symbols, length))
-        return source, self.transform(source)
+        return self.pairs(rng, 1)[0]
+
+    def pairs(self, rng, count):
+        """The lengths, then a row of ``max_length`` symbols per pair, whose first ``length`` make the source."""
+        lengths = rng.integers(self.min_length, self.max_length + 1, count).tolist()
+        rows = np.frombuffer(self.alphabet.encode(), np.uint8)[rng.integers(0, self.symbols, (count, self.max_length))]
+        text, width = rows.tobytes().decode(), self.max_length
+        sources = [text[i * width:i * width + length] for i, length in enumerate(lengths)]
+        return [(source, self.transform(source)) for source in sources]
 
     @staticmethod
     def transform(source: str) -> str:
