@@ -27,6 +27,15 @@ def test_symbol_sequences_have_the_asked_lengths_and_symbols():
         Copy(min_length=5, max_length=4)
 
 
+@pytest.mark.parametrize("task", [Copy(), Addition()])
+def test_a_smaller_sample_is_the_start_of_a_larger_one(task):
+    """Pairs are drawn in blocks (symbol tasks at once, others pair by pair): asking for more extends a sample."""
+    assert task.sample(5, seed=7) == task.sample(3000, seed=7)[:5]
+    assert task.sample(1500, "heldout", seed=7) == task.sample(1600, "heldout", seed=7)[:1500]
+    lengths = np.bincount([len(s) for s, _ in Copy(max_length=4).sample(4000, seed=0)])
+    assert lengths[0] == 0 and lengths[1:].min() > 0.2 * 4000
+
+
 def test_addition_operands_have_one_to_digits_digits_without_leading_zeros():
     operands = [n for s, _ in Addition(digits=4).sample(2000, seed=0) for n in s.split("+")]
     lengths = np.bincount([len(n) for n in operands])
