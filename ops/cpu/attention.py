@@ -19,8 +19,8 @@ with m the row maximum of the scores; 1/l scales rows of Oₜ, dOₜ and dS inst
 The softmax is exact per tile rather than online (Dao et al.'s running maximum and rescaling): a tile
 keeps its BQ × Tk exponentials in a per-thread buffer (1 MiB at Tk = 4096), so the backward recomputes
 them bit for bit from Q and K and needs neither the log-sum-exp nor a second output of the forward.
-Memory is that buffer and a transposed copy of one head's K (and V) per thread, plus the O(N·T·d)
-inputs and outputs; causal tiles skip the key chunks past their last query's diagonal.
+Memory is that buffer per thread, plus the O(N·T·d) inputs and outputs; causal tiles skip the keys past
+their last query's diagonal.
 
 NaN and Inf, as in PyTorch's softmax, per query: a NaN or +inf among the scores a query sees makes its
 output row NaN, and every gradient through its probabilities. Its m is then NaN (``mathfn.softmax_shift``),
@@ -33,10 +33,10 @@ v outputs of queries that do not see it, as 0 · NaN = NaN (PyTorch's too). The 
 
 Products go through BLAS (np.dot inside numba) one chunk at a time: BQ·BK·max(d, dv) ≤ 2**18
 multiply-adds keeps OpenBLAS on the calling thread, so threads share the tiles (forward: the (n, tile)
-pairs; backward: the n, each thread owning its dK and dV) without oversubscribing the cores. The
-threads are Python threads running ``nogil`` kernels (``threads.in_threads``), which compile faster than
-prange loops. K and V are read as chunks stored transposed, because OpenBLAS multiplies by a plain right
-operand markedly faster than by a transposed one.
+pairs; backward: the n, each thread owning its dK and dV) without oversubscribing the cores (a larger
+product would start OpenBLAS's threads from every tile, and run many times slower). The threads are Python
+threads running ``nogil`` kernels (``threads.in_threads``), which compile faster than prange loops. BLAS reads
+the chunks of K and V in place, transposed; a tile's last chunk ends at its last query's last key.
 """
 import math
 
@@ -73,9 +73,8 @@ def attention(q, k, v, mask=None, causal=False, scale=None, bias=None):
     tq, dv = q.shape[-2], v.shape[-1]
     q3, k3, v3 = _flat(q), _flat(k), _flat(v)
     o = np.zeros(q3.shape[:2] + (dv,), q.dtype)
-    kt = _all_chunks_transposed(k3, bk)
     tiles = (tq + _BQ - 1) // _BQ
-    in_threads(_forward_tiles, len(q3) * tiles, q3, kt, v3, o, *masking, scale, bk, np.finfo(q.dtype).min,
+    in_threads(_forward_tiles, len(q3) * tiles, q3, k3, v3, o, *masking, scale, bk, np.finfo(q.dtype).min,
                work=q.size)
     return o.reshape(q.shape[:-1] + (dv,))
 
@@ -139,20 +138,6 @@ def _key_end(i, tq, tk, causal):
     return min(max(i + 1 + tk - tq, 0), tk) if causal else tk
 
 
-@njit(cache=True)
-def _chunks_transposed(x, bk, out):
-    """Fill out (chunks, f · bk) with x (T × f) as its key chunks transposed: out[c, :f·w].reshape(f, w) =
-    x[c·bk : c·bk + w]ᵀ, so that BLAS reads kᵀ as stored rather than k transposed. (Explicit loops here and
-    below: numba compiles a whole-array assignment far more slowly.)"""
-    t, f = x.shape
-    for c in range(out.shape[0]):
-        j0 = c * bk
-        w = min(bk, t - j0)
-        for i in range(w):
-            for j in range(f):
-                out[c, j * w + i] = x[j0 + i, j]
-
-
 @njit(fastmath=mathfn.FASTMATH, cache=True)
 def _add(total, part):
     """total += part, for 2-D arrays of one shape"""
@@ -162,12 +147,12 @@ def _add(total, part):
 
 
 @njit(fastmath=mathfn.FASTMATH, cache=True)
-def _exponentials(q, kt, end, first, tq, tk, allowed_rows, allowed_index, bias_rows, bias_index, causal, scale,
+def _exponentials(q, k, end, first, tq, tk, allowed_rows, allowed_index, bias_rows, bias_index, causal, scale,
                   lowest, bk, e, inverse):
     """The unnormalized softmax of the query tile q (rows × d) — queries first, first + 1, ... of tq — over
-    the chunks of the tk keys, given transposed (``_chunks_transposed``), that hold its first ``end`` keys:
+    the first ``end`` of the tk keys k (tk × d), in chunks:
     e = exp(z − row max) for z = scale · q kᵀ + bias, 0 where a key takes no part, written chunk by chunk
-    (e[c, :rows · w] is the rows × w block of keys c·bk ≤ j < c·bk + w, w = min(bk, tk − c·bk)), and
+    (e[c, :rows · w] is the rows × w block of keys c·bk ≤ j < c·bk + w, w = min(bk, end − c·bk)), and
     inverse = 1 / rowsum(e) (0 for a row with no key, and for a NaN row, whose e is NaN where it sees a key).
     Returns the number of chunks."""
     rows, d = q.shape
@@ -176,9 +161,9 @@ def _exponentials(q, kt, end, first, tq, tk, allowed_rows, allowed_index, bias_r
     m = np.full(rows, lowest, e.dtype)
     for c in range(chunks):
         j0 = c * bk
-        w = min(bk, tk - j0)
+        w = min(bk, end - j0)
         s = e[c, :rows * w].reshape((rows, w))
-        np.dot(q, kt[c, :d * w].reshape((d, w)), s)
+        np.dot(q, k[j0:j0 + w].T, s)
         for r in range(rows):
             allowed, stop = allowed_rows[allowed_index[r]][j0:], min(w, _key_end(first + r, tq, tk, causal) - j0)
             bias, row_max = bias_rows[bias_index[r]][j0:], m[r]
@@ -190,7 +175,7 @@ def _exponentials(q, kt, end, first, tq, tk, allowed_rows, allowed_index, bias_r
         inverse[r], m[r] = zero, mathfn.softmax_shift(m[r])
     for c in range(chunks):
         j0 = c * bk
-        w = min(bk, tk - j0)
+        w = min(bk, end - j0)
         s = e[c, :rows * w].reshape((rows, w))
         for r in range(rows):
             allowed, stop = allowed_rows[allowed_index[r]][j0:], min(w, _key_end(first + r, tq, tk, causal) - j0)
@@ -207,22 +192,13 @@ def _exponentials(q, kt, end, first, tq, tk, allowed_rows, allowed_index, bias_r
     return chunks
 
 
-@njit(cache=True)
-def _all_chunks_transposed(k, bk):
-    """``_chunks_transposed`` of every k[n]: (N, chunks, d · bk)"""
-    out = np.empty((k.shape[0], (k.shape[1] + bk - 1) // bk, k.shape[2] * bk), k.dtype)
-    for n in range(k.shape[0]):
-        _chunks_transposed(k[n], bk, out[n])
-    return out
-
-
 @njit(nogil=True, fastmath=mathfn.FASTMATH, cache=True)
-def _forward_tiles(start, stop, q, kt, v, o, allowed_rows, allowed_index, bias_rows, bias_index, causal, scale, bk,
+def _forward_tiles(start, stop, q, k, v, o, allowed_rows, allowed_index, bias_rows, bias_index, causal, scale, bk,
                    lowest):
     """o[n, i] = Σ_j e[n, i, j] v[n, j] / Σ_j e[n, i, j] for the (n, query tile) pairs start ≤ t < stop"""
     tq, tk, dv = q.shape[1], v.shape[1], v.shape[2]
     tiles = (tq + _BQ - 1) // _BQ
-    e = np.empty((kt.shape[1], _BQ * bk), q.dtype)
+    e = np.empty(((k.shape[1] + bk - 1) // bk, _BQ * bk), q.dtype)
     inverse, part = np.empty(_BQ, q.dtype), np.empty((_BQ, dv), q.dtype)
     for t in range(start, stop):
         n, i0 = t // tiles, (t % tiles) * _BQ
@@ -231,11 +207,11 @@ def _forward_tiles(start, stop, q, kt, v, o, allowed_rows, allowed_index, bias_r
         if end == 0:
             continue
         rows_of = slice(n * tq + i0, n * tq + i1)
-        chunks = _exponentials(q[n, i0:i1], kt[n], end, i0, tq, tk, allowed_rows, allowed_index[rows_of], bias_rows,
+        chunks = _exponentials(q[n, i0:i1], k[n], end, i0, tq, tk, allowed_rows, allowed_index[rows_of], bias_rows,
                                bias_index[rows_of], causal, scale, lowest, bk, e, inverse)
         for c in range(chunks):
             j0 = c * bk
-            w = min(bk, tk - j0)
+            w = min(bk, end - j0)
             np.dot(e[c, :rows * w].reshape((rows, w)), v[n, j0:j0 + w], part[:rows])
             _add(o[n, i0:i1], part[:rows])
         for r in range(rows):
@@ -278,25 +254,22 @@ def _backward_heads(start, stop, q, k, v, g, o, dq, dk, dv, dz, allowed_rows, al
     ds = np.empty(_BQ * bk, q.dtype)
     dq_part, dk_part, dv_part = np.empty((_BQ, d), q.dtype), np.empty((bk, d), q.dtype), np.empty((bk, dvalue), q.dtype)
     inverse, delta, g_scaled = np.empty(_BQ, q.dtype), np.empty(_BQ, q.dtype), np.empty((_BQ, dvalue), q.dtype)
-    kt, vt = np.empty((e.shape[0], d * bk), q.dtype), np.empty((e.shape[0], dvalue * bk), q.dtype)
     for n in range(start, stop):
-        _chunks_transposed(k[n], bk, kt)
-        _chunks_transposed(v[n], bk, vt)
         for i0 in range(0, tq, _BQ):
             i1 = min(i0 + _BQ, tq)
             rows, end = i1 - i0, _key_end(i1 - 1, tq, tk, causal)
             if end == 0:
                 continue
             rows_of = slice(n * tq + i0, n * tq + i1)
-            chunks = _exponentials(q[n, i0:i1], kt, end, i0, tq, tk, allowed_rows, allowed_index[rows_of], bias_rows,
+            chunks = _exponentials(q[n, i0:i1], k[n], end, i0, tq, tk, allowed_rows, allowed_index[rows_of], bias_rows,
                                    bias_index[rows_of], causal, scale, lowest, bk, e, inverse)
             _tile_deltas(g[n, i0:i1], o[n, i0:i1], inverse, delta, g_scaled)
             for c in range(chunks):
                 j0 = c * bk
-                w = min(bk, tk - j0)
+                w = min(bk, end - j0)
                 ec = e[c, :rows * w].reshape((rows, w))
                 dsc = ds[:rows * w].reshape((rows, w))
-                np.dot(g[n, i0:i1], vt[c, :dvalue * w].reshape((dvalue, w)), dsc)
+                np.dot(g[n, i0:i1], v[n, j0:j0 + w].T, dsc)
                 if scores:
                     _score_grads(ec, dsc, inverse, delta, q.dtype.type(1), dz[n, i0:i1, j0:j0 + w])
                 if weights:

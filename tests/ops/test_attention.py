@@ -32,6 +32,7 @@ def reference(q, k, v, mask, causal, g):
 # batch, Tq, Tk, d, dv, mask shape (None: no mask), causal. 64-query tiles; key chunks of 2**18 / (64 d).
 CASES = {
     "tile_edge": ((2, 3), 70, 70, 16, 16, None, True),
+    "causal_chunks": ((2,), 300, 300, 32, 32, None, True),        # tiles end inside key chunks of 128
     "tq_below_tk": ((2,), 5, 200, 8, 4, (2, 1, 200), True),          # bottom-right: several key chunks
     "tq_above_tk": ((2,), 130, 40, 8, 8, (2, 130, 40), True),        # the first 90 queries see nothing
     "padding": ((2, 2), 65, 300, 32, 16, (2, 1, 1, 300), False),
