@@ -1,10 +1,12 @@
 """Measurement: attngraph and its references timed in one process, alternating, with peak memory.
 
 ``compare(runs, rounds)`` calls every function once to warm up (compilation, caches), once more to
-measure its peak memory, then ``rounds`` rounds in which each runs once, the order rotating from round
-to round so that none always follows the same neighbour. Times are wall-clock seconds, summarized by the
-median and the interquartile range; a ratio is the median of the per-round ratios, so that load from
-other processes, which drifts over seconds, hits both sides of a round alike.
+measure its peak memory, then ``rounds`` rounds in which each runs once, in an order shuffled anew every
+round (seeded), so that each follows every other about as often: a side slows the one after it (JAX's worker
+threads keep spinning after its step: attngraph's T=1024 GPT step took 230 ms after it against 198 after
+PyTorch's), and a rotation of one order would keep the same neighbours in every round. Times are wall-clock
+seconds, summarized by the median and the interquartile range; a ratio is the median of the per-round ratios,
+so that load from other processes, which drifts over seconds, hits both sides of a round alike.
 
 Peak memory is the resident set's high-water mark during one call above the resident set before it
 (Linux: ``/proc/self/status``, the mark reset through ``/proc/self/clear_refs``). For that one call glibc's
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import os
+import random
 import re
 import statistics
 import time
@@ -85,8 +88,9 @@ def compare(runs: dict[str, Callable], rounds: int) -> dict[str, Timing]:
         fn()
     peaks = {name: peak_bytes(fn) for name, fn in runs.items()}
     names, seconds = list(runs), {name: [] for name in runs}
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+    order = random.Random(0)
+    for _ in range(rounds):
+        for name in order.sample(names, len(names)):
             start = time.perf_counter()
             runs[name]()
             seconds[name].append(time.perf_counter() - start)
