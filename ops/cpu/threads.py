@@ -28,6 +28,7 @@ loops they would take several times as long to compile.
 """
 import concurrent.futures
 import functools
+import itertools
 import types
 
 import numba
@@ -35,6 +36,7 @@ import numpy as np
 from numba import njit, prange
 
 PARALLEL_MIN_SIZE = 32_768
+PARTS_PER_THREAD = 8
 
 
 def parallel_kernel(fn=None, **options):
@@ -65,15 +67,29 @@ def renamed(fn, qualname: str):
 
 
 def in_threads(kernel, count: int, *args, work: int) -> None:
-    """``kernel(start, stop, *args)`` over 0 ≤ i < count, the range split into one part per Numba thread
-    (``numba.get_num_threads()``), the calling thread taking the first; ``kernel`` must release the GIL
-    (``nogil=True``). One part when ``work`` (elements) is below PARALLEL_MIN_SIZE."""
-    parts = max(1, min(numba.get_num_threads(), count)) if work >= PARALLEL_MIN_SIZE else 1
-    bounds = [count * i // parts for i in range(parts + 1)]
-    others = [_pool().submit(kernel, a, b, *args) for a, b in zip(bounds[1:-1], bounds[2:])]
-    kernel(bounds[0], bounds[1], *args)
-    for part in others:
-        part.result()
+    """``kernel(start, stop, *args)`` over 0 ≤ i < count on one Python thread per Numba thread
+    (``numba.get_num_threads()``), the calling thread among them; ``kernel`` must release the GIL
+    (``nogil=True``). The threads take parts of about count / (PARTS_PER_THREAD · threads) in turn, so that one
+    slowed by another process on its core takes fewer. One part when ``work`` (elements) is below
+    PARALLEL_MIN_SIZE. Returns when every part is done; raises the first error of a part."""
+    threads = max(1, min(numba.get_num_threads(), count)) if work >= PARALLEL_MIN_SIZE else 1
+    if threads == 1:
+        kernel(0, count, *args)
+        return
+    size = max(1, count // (PARTS_PER_THREAD * threads))
+    starts = itertools.count(0, size)            # shared: each next() is atomic under the GIL
+
+    def take_parts():
+        for start in itertools.takewhile(lambda start: start < count, starts):
+            kernel(start, min(start + size, count), *args)
+
+    others = [_pool().submit(take_parts) for _ in range(threads - 1)]
+    try:
+        take_parts()
+    finally:
+        concurrent.futures.wait(others)
+    for other in others:
+        other.result()
 
 
 @functools.cache

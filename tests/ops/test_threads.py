@@ -1,9 +1,15 @@
-"""Idle-thread policies set on import (ops/cpu/threads.py): defaults only, never over the user's choice."""
+"""ops/cpu/threads.py: the idle-thread policies set on import (defaults only, never over the user's choice),
+and ``in_threads``' parts."""
 import os
 import subprocess
 import sys
+import threading
+import time
 
+import numba
 import pytest
+
+from ops.cpu.threads import PARALLEL_MIN_SIZE, in_threads
 
 SHOW = "import os, ops.cpu.threads; print(os.environ['OMP_WAIT_POLICY'], os.environ['OPENBLAS_THREAD_TIMEOUT'])"
 
@@ -16,3 +22,39 @@ def test_idle_threads_sleep_unless_the_environment_says_otherwise(given, expecte
     out = subprocess.run([sys.executable, "-c", SHOW], env={**env, **given}, capture_output=True, text=True,
                          check=True, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert out.stdout.split() == expected.split()
+
+
+needs_two_threads = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="Numba has one thread")
+
+
+@needs_two_threads
+def test_in_threads_covers_the_range_once_and_a_slow_thread_takes_fewer_parts():
+    """The calling thread sleeps 20 ms per part and the other 1 ms: parts go to the other as they come free
+    (a static half each would take 32 × 20 ms)."""
+    parts = []
+
+    def kernel(start, stop):
+        main = threading.current_thread() is threading.main_thread()
+        time.sleep(0.02 if main else 0.001)
+        parts.append((start, stop, main))
+
+    in_threads(kernel, 64, work=PARALLEL_MIN_SIZE)
+    assert sorted(i for start, stop, _ in parts for i in range(start, stop)) == list(range(64))
+    assert sum(stop - start for start, stop, main in parts if main) <= 16
+
+
+@needs_two_threads
+def test_in_threads_raises_a_part_s_error_after_every_part_is_done():
+    done = []
+
+    def kernel(start, stop):
+        if start == 0:
+            raise ValueError("part 0")
+        time.sleep(0.001)
+        done.append(start)
+
+    with pytest.raises(ValueError, match="part 0"):
+        in_threads(kernel, 32, work=PARALLEL_MIN_SIZE)
+    finished = len(done)
+    time.sleep(0.05)
+    assert len(done) == finished                      # nothing still running after the call returned
