@@ -18,7 +18,9 @@ multiply-adds go to NumPy, where its speed outweighs the spinning, and the large
 
 Threads: OpenBLAS (SciPy's, which numba calls) runs a product of M*K*N <= 2**18 on one thread and
 larger ones on all cores; called from numba's threads it oversubscribes them. So numba's threads take the
-batch only for small products; larger ones run one after the other, each on BLAS's threads.
+batch only for small products; larger ones run one after the other, each on BLAS's threads. Batches of
+products of up to 2**15 multiply-adds each (outer products, K = 1, aside) go to NumPy's matmul, whose own
+loop takes them several times faster than a BLAS call each.
 """
 import ctypes
 import math
@@ -61,6 +63,7 @@ def _let_numpy_blas_sleep() -> bool:
 
 NUMPY_BLAS_SLEEPS = _let_numpy_blas_sleep()
 _NUMPY_MAX = math.inf if NUMPY_BLAS_SLEEPS else 2 ** 24     # multiply-adds of the largest 2-D product for NumPy
+_NUMPY_BATCHED_MAX = 2 ** 15      # multiply-adds of each of the largest batched products for NumPy
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False):
@@ -73,14 +76,20 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
         b2 = b.T if transpose_b else b
         if a2.shape[0] * k * n > _NUMPY_MAX:
             return _matmul_2d(a2, b2).reshape(*a.shape[:-2], m, n)
-        with np.errstate(invalid="ignore", over="ignore"):      # NaN and Inf propagate, as in every kernel
-            return np.matmul(a2, b2).reshape(*a.shape[:-2], m, n)
+        return _numpy_matmul(a2, b2).reshape(*a.shape[:-2], m, n)
+    if m * k * n <= _NUMPY_BATCHED_MAX and k > 1:
+        return _numpy_matmul(a.swapaxes(-1, -2) if transpose_a else a, b.swapaxes(-1, -2) if transpose_b else b)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     out = _matmul_batched(a.reshape((math.prod(a.shape[:-2]),) + a.shape[-2:]),
                           b.reshape((math.prod(b.shape[:-2]),) + b.shape[-2:]),
                           _batch_index(a.shape[:-2], batch), _batch_index(b.shape[:-2], batch),
                           m * k * n <= _BLAS_SERIAL_MAX, transpose_a, transpose_b)
     return out.reshape(*batch, m, n)
+
+
+def _numpy_matmul(a, b):
+    with np.errstate(invalid="ignore", over="ignore"):      # NaN and Inf propagate, as in every kernel
+        return np.matmul(a, b)
 
 
 def _batch_index(shape, batch):
