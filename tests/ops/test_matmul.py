@@ -12,6 +12,8 @@ SHAPES = [
     ((3, 4), (2, 4, 5)),
     ((1, 1), (1, 1)),
     ((2, 70, 71), (2, 71, 72)),     # large enough for BLAS's own threads
+    ((3, 40, 30), (3, 30, 40)),     # numba's threads, a product each
+    ((4, 6, 1), (4, 1, 5)),         # outer products
     ((3, 0), (0, 5)),               # K = 0: zeros
     ((2, 3, 0), (2, 0, 4)),
     ((0, 3, 4), (4, 5)),            # empty batches
@@ -30,6 +32,15 @@ def test_matches_numpy(a_shape, b_shape, dtype, rng):
     expected = np.matmul(a, b)
     assert c.shape == expected.shape and c.dtype == dtype and c.flags.c_contiguous
     np.testing.assert_allclose(c, expected, **TOL[dtype])
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [((2, 1, 3, 4), (5, 4, 6)), ((3, 40, 30), (3, 30, 40)),
+                                              ((2, 70, 71), (2, 71, 72))])
+def test_transposed_operands_are_read_in_place(a_shape, b_shape, rng):
+    a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+    at, bt = (np.ascontiguousarray(x.swapaxes(-1, -2)) for x in (a, b))
+    for flags, operands in (((True, False), (at, b)), ((False, True), (a, bt)), ((True, True), (at, bt))):
+        np.testing.assert_allclose(matmul(*operands, *flags), np.matmul(a, b), rtol=1e-12)
 
 
 def test_non_contiguous_operands(rng):
