@@ -72,7 +72,7 @@ KERNEL_CALLS = [
     ("reduce", "_sum_middle", lambda m: m.sum(X, (1,), False)),
     ("reduce", "_max_rows", lambda m: m.max(X, (2,), True)),
     ("reduce", "_max_middle", lambda m: m.max(X, (0,), False)),
-    ("matmul", "_matmul_batched", lambda m: m.matmul(X, G, transpose_b=True)),
+    ("matmul", "_matmul_batched", lambda m: m.matmul(X[..., :1], G[..., :1], transpose_b=True)),   # outer products
 ]
 
 
