@@ -30,11 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ops.cpu.attention import extras
+from ops.cpu.attention import extras, heads_swap
 
 from ..core.dims import Dim, multiply, symbols
 from ..core.graph import Graph, Node, graph_method
 from ..core.passes import unfuse
+from ..core.prims.attention import scores_shape
 from ..errors import BindingError, ExportError
 from ..version import __version__
 
@@ -243,16 +244,21 @@ def _softmax(op_type: str) -> Callable:
     return lambda b, node, x, mask=None, *, causal: b.masked(op_type, x, node.shape, node.dtype, mask, causal)
 
 
-def _attention(b, node, q, k, v, *extra, causal, scale):
-    """softmax(scale · q kᵀ + bias, mask, causal) v."""
+def _attention(b, node, q, k, v, *extra, causal, scale, layout="bhtd"):
+    """softmax(scale · q kᵀ + bias, mask, causal) v; in the layout "bthd", between transposes to (..., H, T, f)
+    and back."""
     qn, kn = node.inputs[:2]
     names = iter(extra)                         # the mask's, then the bias's
     mask, bias = (None if x is None else next(names) for x in extras(node.inputs[3:]))
+    swap = list(heads_swap(len(qn.shape)))
+    if layout == "bthd":
+        q, k, v = (b.op("Transpose", x, perm=swap) for x in (q, k, v))
     scores = b.op("Mul", b.op("MatMul", q, b.transposed(k, len(kn.shape))), b.scalar(scale, node.dtype))
     if bias is not None:
         scores = b.op("Add", scores, bias)
-    probs = b.masked("Softmax", scores, qn.shape[:-1] + kn.shape[-2:-1], node.dtype, mask, causal)
-    return b.op("MatMul", probs, v)
+    probs = b.masked("Softmax", scores, scores_shape(qn.shape, kn.shape, layout), node.dtype, mask, causal)
+    out = b.op("MatMul", probs, v)
+    return out if layout == "bhtd" else b.op("Transpose", out, perm=swap)
 
 
 def _gelu(b, node, x, bias=None, *, approximate):

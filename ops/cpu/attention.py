@@ -7,6 +7,12 @@ for query i when the mask allows it (True = may attend; the mask broadcasts to (
 causal, when j ≤ i + Tk − Tq (bottom-right aligned). A query with no key taking part, or whose biases are all
 −inf, gets output 0 and sends gradient 0 everywhere; never NaN (PyTorch gives NaN for the −inf row).
 
+Two layouts: "bhtd", above, and "bthd", q (..., Tq, H, d), k (..., Tk, H, d), v (..., Tk, H, dv), the heads'
+axis after the tokens' as a projection's output reshaped into heads is, the pairs being (batch, head); the
+output and the gradients follow the layout, the mask and bias broadcast to (..., H, Tq, Tk) in both. The
+kernels gather one head's rows into contiguous buffers (each thread its own) and scatter its results back,
+so that a model's heads need no transposed copies before and after.
+
 Per query tile Qₜ (BQ = 64 rows), over the key chunks K_c, V_c (BK keys each) that the tile may see, with
 Z_c = s·Qₜ K_cᵀ + bias_c:
 
@@ -59,77 +65,106 @@ def extras(extra) -> tuple:
     return (mask or [None])[0], (bias or [None])[0]
 
 
-def kernel_args(extra, causal, scale) -> tuple:
+def kernel_args(extra, causal, scale, layout="bhtd") -> tuple:
     """The arguments of the attention kernels (CPU and CUDA) after q, k, v, from the primitive's optional inputs
-    and attributes: (mask, causal, scale, bias)."""
+    and attributes: (mask, causal, scale, bias, layout)."""
     mask, bias = extras(extra)
-    return mask, causal, scale, bias
+    return mask, causal, scale, bias, layout
 
 
-def attention(q, k, v, mask=None, causal=False, scale=None, bias=None):
+LAYOUTS = ("bhtd", "bthd")
+
+
+def heads_swap(rank: int) -> tuple:
+    """The permutation between the layouts: (..., T, H, f) ↔ (..., H, T, f)."""
+    return tuple(range(rank - 3)) + (rank - 2, rank - 3, rank - 1)
+
+
+def attention(q, k, v, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):
     """softmax(scale · q kᵀ + bias) v over the allowed keys, for q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv)
-    with one batch shape and a mask and a bias broadcasting to (..., Tq, Tk); scale defaults to 1/√d."""
-    q, k, v, masking, scale, bk = _prepare(q, k, v, mask, causal, scale, bias)
-    tq, dv = q.shape[-2], v.shape[-1]
-    q3, k3, v3 = _flat(q), _flat(k), _flat(v)
-    o = np.zeros(q3.shape[:2] + (dv,), q.dtype)
+    with one batch shape and a mask and a bias broadcasting to (..., Tq, Tk); scale defaults to 1/√d. With
+    ``layout="bthd"`` the heads' axis follows the tokens': q (..., Tq, H, d), k (..., Tk, H, d), v (..., Tk, H, dv)
+    and the output (..., Tq, H, dv), read and written in place; the mask and bias still broadcast to
+    (..., H, Tq, Tk)."""
+    q_shape = np.shape(q)
+    q, k, v, masking, scale, bk = _prepare(q, k, v, mask, causal, scale, bias, layout)
+    (n, tq, h, _), dv = q.shape, v.shape[-1]
+    o = np.zeros((n, tq, h, dv), q.dtype)
     tiles = (tq + _BQ - 1) // _BQ
-    in_threads(_forward_tiles, len(q3) * tiles, q3, k3, v3, o, *masking, scale, bk, np.finfo(q.dtype).min,
+    in_threads(_forward_tiles, n * h * tiles, q, k, v, o, *masking, scale, bk, np.finfo(q.dtype).min,
                work=q.size)
-    return o.reshape(q.shape[:-1] + (dv,))
+    return o.reshape(q_shape[:-1] + (dv,))
 
 
-def attention_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=None):
+def attention_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):
     """The gradients of ``attention`` for the output gradient g, from its output o, stacked in one array
     (3, ..., max(Tq, Tk), max(d, dv)) that is 0 outside them:
 
       dq = grads[0, ..., :Tq, :d],  dk = grads[1, ..., :Tk, :d],  dv = grads[2, ..., :Tk, :dv]
 
-    (one array, so that a graph node can hold all three; for self-attention each is a contiguous view)."""
-    (tq, d), (tk, dv) = q.shape[-2:], v.shape[-2:]
-    grads = np.zeros((3, math.prod(q.shape[:-2]), max(tq, tk), max(d, dv)), q.dtype)
-    _backward(g, o, q, k, v, mask, causal, scale, bias, grads[0, :, :tq, :d], grads[1, :, :tk, :d],
-              grads[2, :, :tk, :dv], np.zeros((0, tq, tk), grads.dtype))
-    return grads.reshape((3,) + q.shape[:-2] + grads.shape[2:])
+    (one array, so that a graph node can hold all three; for self-attention each is a contiguous view); with
+    ``layout="bthd"``, (3, ..., max(Tq, Tk), H, max(d, dv)) and dq = grads[0, ..., :Tq, :, :d] and so on."""
+    q4, k4, v4, *_ = _prepare(q, k, v, mask, causal, scale, bias, layout)
+    (n, tq, h, d), tk, dv = q4.shape, k4.shape[1], v4.shape[-1]
+    grads = np.zeros((3, n, max(tq, tk), h, max(d, dv)), q4.dtype)
+    _backward(g, o, q, k, v, mask, causal, scale, bias, layout, grads[0, :, :tq, :, :d], grads[1, :, :tk, :, :d],
+              grads[2, :, :tk, :, :dv], np.zeros((0, tq, tk), grads.dtype))
+    rows, width = grads.shape[2], grads.shape[4]
+    return grads.reshape((3,) + (q.shape[:-2] + (rows, width) if layout == "bhtd" else q.shape[:-3] + (rows, h, width)))
 
 
-def attention_bias_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=None):
+def attention_bias_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):
     """The gradient of ``attention`` with respect to its bias, dZ = P ∘ (g vᵀ − rowsum(g ∘ o)), at the full
-    shape of the scores (..., Tq, Tk): 0 where a key takes no part."""
-    (tq, d), (tk, dv) = q.shape[-2:], v.shape[-2:]
-    dz = np.zeros((math.prod(q.shape[:-2]), tq, tk), q.dtype)
-    none = np.zeros((0, tq, max(d, dv)), dz.dtype)
-    _backward(g, o, q, k, v, mask, causal, scale, bias, none[..., :d], none[..., :d], none[..., :dv], dz)
-    return dz.reshape(q.shape[:-1] + (tk,))
+    shape of the scores (..., H, Tq, Tk) (for either layout): 0 where a key takes no part."""
+    q4, k4, v4, *_ = _prepare(q, k, v, mask, causal, scale, bias, layout)
+    (n, tq, h, d), tk, dv = q4.shape, k4.shape[1], v4.shape[-1]
+    dz = np.zeros((n * h, tq, tk), q4.dtype)
+    none = np.zeros((0, tq, 1, max(d, dv)), dz.dtype)
+    _backward(g, o, q, k, v, mask, causal, scale, bias, layout, none[..., :d], none[..., :d], none[..., :dv], dz)
+    return dz.reshape(_scores_shape(q, k, layout))
 
 
-def _backward(g, o, q, k, v, mask, causal, scale, bias, dq, dk, dv, dz):
+def _backward(g, o, q, k, v, mask, causal, scale, bias, layout, dq, dk, dv, dz):
     """Run ``_backward_heads`` over the (batch, head) pairs in threads."""
-    q, k, v, masking, scale, bk = _prepare(q, k, v, mask, causal, scale, bias)
-    g, o = (np.ascontiguousarray(a, q.dtype) for a in (g, o))
-    in_threads(_backward_heads, math.prod(q.shape[:-2]), _flat(q), _flat(k), _flat(v), _flat(g), _flat(o), dq, dk,
-               dv, dz, *masking, scale, bk, np.finfo(q.dtype).min, work=q.size)
+    q, k, v, masking, scale, bk = _prepare(q, k, v, mask, causal, scale, bias, layout)
+    g, o = (_heads(np.ascontiguousarray(a, q.dtype), layout) for a in (g, o))
+    in_threads(_backward_heads, q.shape[0] * q.shape[2], q, k, v, g, o, dq, dk, dv, dz, *masking, scale, bk,
+               np.finfo(q.dtype).min, work=q.size)
 
 
-def _prepare(q, k, v, mask, causal, scale, bias):
-    """Contiguous operands, (mask rows, mask index, bias rows, bias index, causal), the scale in q's dtype, the
-    key chunk size."""
+def _prepare(q, k, v, mask, causal, scale, bias, layout):
+    """q, k, v contiguous as (batch, T, heads, features) arrays (``_heads``), (mask rows, mask index, bias rows,
+    bias index, causal, the shape of the scores), the scale in q's dtype, the key chunk size."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"attention layout must be one of {LAYOUTS}, got {layout!r}")
     q, k, v = (np.ascontiguousarray(a) for a in (q, k, v))
-    if q.ndim < 2 or k.shape[:-2] != q.shape[:-2] or k.shape[-1] != q.shape[-1] or v.shape[:-1] != k.shape[:-1] \
-            or not q.dtype == k.dtype == v.dtype:
-        raise ValueError(f"attention needs q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv) of one batch shape and "
-                         f"dtype; got {q.shape} {q.dtype}, {k.shape} {k.dtype}, {v.shape} {v.dtype}")
+    lead = 2 + (layout == "bthd")        # axes after the batch: (T, features) or (T, H, features)
+    if q.ndim < lead or k.shape[:-lead] != q.shape[:-lead] or k.shape[-lead + 1:] != q.shape[-lead + 1:] \
+            or v.shape[:-1] != k.shape[:-1] or not q.dtype == k.dtype == v.dtype:
+        raise ValueError(f"attention ({layout}) needs q, k and v of one batch shape, heads and dtype, k and q of one "
+                         f"width, v and k of one length; got {q.shape} {q.dtype}, {k.shape} {k.dtype}, "
+                         f"{v.shape} {v.dtype}")
+    scores = _scores_shape(q, k, layout)
+    q, k, v = (_heads(a, layout) for a in (q, k, v))
     d, dv = q.shape[-1], v.shape[-1]
     scale = q.dtype.type(1 / math.sqrt(d) if scale is None else scale)
-    bk = max(8, min(256, _BLAS_SERIAL_MAX // (_BQ * max(d, dv, 1)), k.shape[-2]))   # buffers no wider than Tk
-    scores = q.shape[:-1] + k.shape[-2:-1]
+    bk = max(8, min(256, _BLAS_SERIAL_MAX // (_BQ * max(d, dv, 1)), k.shape[1]))      # buffers no wider than Tk
     bias = np.zeros(scores[-1:], q.dtype) if bias is None else np.asarray(bias, q.dtype)
     return q, k, v, (*mask_rows(mask, scores), *broadcast_rows(bias, scores, "bias"), causal), scale, bk
 
 
-def _flat(a):
-    """(..., T, features) as (N, T, features)"""
-    return a.reshape((math.prod(a.shape[:-2]),) + a.shape[-2:])
+def _scores_shape(q, k, layout):
+    """(..., Tq, Tk) for q (..., Tq, d); (..., H, Tq, Tk) for q (..., Tq, H, d) ("bthd")."""
+    if layout == "bhtd":
+        return q.shape[:-1] + k.shape[-2:-1]
+    return q.shape[:-3] + (q.shape[-2], q.shape[-3], k.shape[-3])
+
+
+def _heads(a, layout):
+    """a as (batch, T, heads, features): (..., T, f) as (N, T, 1, f), (..., T, H, f) as (N, T, H, f) (views)."""
+    if layout == "bhtd":
+        return a.reshape((math.prod(a.shape[:-2]), a.shape[-2], 1, a.shape[-1]))
+    return a.reshape((math.prod(a.shape[:-3]),) + a.shape[-3:])
 
 
 @njit(cache=True)
@@ -192,31 +227,59 @@ def _exponentials(q, k, end, first, tq, tk, allowed_rows, allowed_index, bias_ro
     return chunks
 
 
+@njit(cache=True)
+def _gather(x, b, h, out):
+    """out = x[b, :, h] for x (batch, T, heads, features): one head, contiguous"""
+    for t in range(x.shape[1]):
+        for f in range(x.shape[3]):
+            out[t, f] = x[b, t, h, f]
+
+
+@njit(cache=True)
+def _scatter(part, x, b, h, t0):
+    """x[b, t0 + t, h] = part[t] for x (batch, T, heads, features)"""
+    for t in range(part.shape[0]):
+        for f in range(part.shape[1]):
+            x[b, t0 + t, h, f] = part[t, f]
+
+
 @njit(nogil=True, fastmath=mathfn.FASTMATH, cache=True)
 def _forward_tiles(start, stop, q, k, v, o, allowed_rows, allowed_index, bias_rows, bias_index, causal, scale, bk,
                    lowest):
-    """o[n, i] = Σ_j e[n, i, j] v[n, j] / Σ_j e[n, i, j] for the (n, query tile) pairs start ≤ t < stop"""
-    tq, tk, dv = q.shape[1], v.shape[1], v.shape[2]
+    """o[b, i, h] = Σ_j e[n, i, j] v[b, j, h] / Σ_j e[n, i, j], n = b·heads + h, for the (n, query tile) pairs
+    start ≤ t < stop; a head's keys and values are gathered once per run of its tiles"""
+    tq, heads, d = q.shape[1:]
+    tk, dv = v.shape[1], v.shape[3]
     tiles = (tq + _BQ - 1) // _BQ
-    e = np.empty(((k.shape[1] + bk - 1) // bk, _BQ * bk), q.dtype)
-    inverse, part = np.empty(_BQ, q.dtype), np.empty((_BQ, dv), q.dtype)
+    e = np.empty(((tk + bk - 1) // bk, _BQ * bk), q.dtype)
+    keys, values, queries = np.empty((tk, d), q.dtype), np.empty((tk, dv), q.dtype), np.empty((tq, d), q.dtype)
+    inverse, part, out = np.empty(_BQ, q.dtype), np.empty((_BQ, dv), q.dtype), np.empty((_BQ, dv), q.dtype)
+    loaded = -1
     for t in range(start, stop):
         n, i0 = t // tiles, (t % tiles) * _BQ
         i1 = min(i0 + _BQ, tq)
         rows, end = i1 - i0, _key_end(i1 - 1, tq, tk, causal)
         if end == 0:
             continue
+        b, h = n // heads, n % heads
+        if n != loaded:
+            _gather(k, b, h, keys)
+            _gather(v, b, h, values)
+            _gather(q, b, h, queries)
+            loaded = n
         rows_of = slice(n * tq + i0, n * tq + i1)
-        chunks = _exponentials(q[n, i0:i1], k[n], end, i0, tq, tk, allowed_rows, allowed_index[rows_of], bias_rows,
-                               bias_index[rows_of], causal, scale, lowest, bk, e, inverse)
+        chunks = _exponentials(queries[i0:i1], keys, end, i0, tq, tk, allowed_rows, allowed_index[rows_of],
+                               bias_rows, bias_index[rows_of], causal, scale, lowest, bk, e, inverse)
+        out[:rows] = 0
         for c in range(chunks):
             j0 = c * bk
             w = min(bk, end - j0)
-            np.dot(e[c, :rows * w].reshape((rows, w)), v[n, j0:j0 + w], part[:rows])
-            _add(o[n, i0:i1], part[:rows])
+            np.dot(e[c, :rows * w].reshape((rows, w)), values[j0:j0 + w], part[:rows])
+            _add(out[:rows], part[:rows])
         for r in range(rows):
             for f in range(dv):
-                o[n, i0 + r, f] *= inverse[r]
+                out[r, f] *= inverse[r]
+        _scatter(out[:rows], o, b, h, i0)
 
 
 @njit(fastmath=mathfn.FASTMATH, cache=True)
@@ -244,53 +307,64 @@ def _score_grads(ec, dp, inverse, delta, factor, out):
 @njit(nogil=True, fastmath=mathfn.FASTMATH, cache=True)
 def _backward_heads(start, stop, q, k, v, g, o, dq, dk, dv, dz, allowed_rows, allowed_index, bias_rows, bias_index,
                     causal, scale, bk, lowest):
-    """For the pairs start ≤ n < stop, dq, dk, dv (zeros on entry) += the gradients when they are given (not
-    empty), and dz = P ∘ (dO Vᵀ − D) when it is. With P = e / l: dV += eᵀ (dO / l) and
-    dS = scale · dZ = (scale / l) · e ∘ (dO Vᵀ − D)."""
-    tq, d = q.shape[1:]
-    tk, dvalue = k.shape[1], v.shape[2]
+    """For the (batch, head) pairs n = b·heads + h, start ≤ n < stop, write dq, dk, dv (b, :, h) when they are
+    given (not empty), and dz[n] = P ∘ (dO Vᵀ − D) when it is. With P = e / l: dV += eᵀ (dO / l) and
+    dS = scale · dZ = (scale / l) · e ∘ (dO Vᵀ − D). The head's q, k, v, dO and O are gathered first."""
+    tq, heads, d = q.shape[1:]
+    tk, dvalue = k.shape[1], v.shape[3]
     weights, scores = dq.shape[0] > 0, dz.shape[0] > 0
     e = np.empty(((tk + bk - 1) // bk, _BQ * bk), q.dtype)
     ds = np.empty(_BQ * bk, q.dtype)
     dq_part, dk_part, dv_part = np.empty((_BQ, d), q.dtype), np.empty((bk, d), q.dtype), np.empty((bk, dvalue), q.dtype)
     inverse, delta, g_scaled = np.empty(_BQ, q.dtype), np.empty(_BQ, q.dtype), np.empty((_BQ, dvalue), q.dtype)
+    qh, kh, vh = np.empty((tq, d), q.dtype), np.empty((tk, d), q.dtype), np.empty((tk, dvalue), q.dtype)
+    gh, oh = np.empty((tq, dvalue), q.dtype), np.empty((tq, dvalue), q.dtype)
+    dqh, dkh, dvh = np.empty((tq, d), q.dtype), np.empty((tk, d), q.dtype), np.empty((tk, dvalue), q.dtype)
     for n in range(start, stop):
+        b, h = n // heads, n % heads
+        for x, head in ((q, qh), (k, kh), (g, gh), (o, oh)):
+            _gather(x, b, h, head)
+        _gather(v, b, h, vh)
+        dqh[:], dkh[:], dvh[:] = 0, 0, 0
         for i0 in range(0, tq, _BQ):
             i1 = min(i0 + _BQ, tq)
             rows, end = i1 - i0, _key_end(i1 - 1, tq, tk, causal)
             if end == 0:
                 continue
             rows_of = slice(n * tq + i0, n * tq + i1)
-            chunks = _exponentials(q[n, i0:i1], k[n], end, i0, tq, tk, allowed_rows, allowed_index[rows_of], bias_rows,
+            chunks = _exponentials(qh[i0:i1], kh, end, i0, tq, tk, allowed_rows, allowed_index[rows_of], bias_rows,
                                    bias_index[rows_of], causal, scale, lowest, bk, e, inverse)
-            _tile_deltas(g[n, i0:i1], o[n, i0:i1], inverse, delta, g_scaled)
+            _tile_deltas(gh[i0:i1], oh[i0:i1], inverse, delta, g_scaled)
             for c in range(chunks):
                 j0 = c * bk
                 w = min(bk, end - j0)
                 ec = e[c, :rows * w].reshape((rows, w))
                 dsc = ds[:rows * w].reshape((rows, w))
-                np.dot(g[n, i0:i1], v[n, j0:j0 + w].T, dsc)
+                np.dot(gh[i0:i1], vh[j0:j0 + w].T, dsc)
                 if scores:
                     _score_grads(ec, dsc, inverse, delta, q.dtype.type(1), dz[n, i0:i1, j0:j0 + w])
                 if weights:
                     np.dot(ec.T, g_scaled[:rows], dv_part[:w])
-                    _add(dv[n, j0:j0 + w], dv_part[:w])
+                    _add(dvh[j0:j0 + w], dv_part[:w])
                     _score_grads(ec, dsc, inverse, delta, scale, dsc)
-                    np.dot(dsc, k[n, j0:j0 + w], dq_part[:rows])
-                    _add(dq[n, i0:i1], dq_part[:rows])
-                    np.dot(dsc.T, q[n, i0:i1], dk_part[:w])
-                    _add(dk[n, j0:j0 + w], dk_part[:w])
+                    np.dot(dsc, kh[j0:j0 + w], dq_part[:rows])
+                    _add(dqh[i0:i1], dq_part[:rows])
+                    np.dot(dsc.T, qh[i0:i1], dk_part[:w])
+                    _add(dkh[j0:j0 + w], dk_part[:w])
+        if weights:
+            _scatter(dqh, dq, b, h, 0)
+            _scatter(dkh, dk, b, h, 0)
+            _scatter(dvh, dv, b, h, 0)
 
 
 def kernel_table(forward, backward, bias_backward) -> dict:
     """A device's table entries for the attention primitives, given its three kernels: the primitives' optional
     inputs (mask, bias) and attributes become the kernels' arguments (``kernel_args``)."""
     return {
-        "attention": lambda q, k, v, *extra, causal, scale: forward(q, k, v, *kernel_args(extra, causal, scale)),
-        "attention_grad": lambda g, o, q, k, v, *extra, causal, scale: backward(
-            g, o, q, k, v, *kernel_args(extra, causal, scale)),
-        "attention_bias_grad": lambda g, o, q, k, v, *extra, causal, scale: bias_backward(
-            g, o, q, k, v, *kernel_args(extra, causal, scale)),
+        "attention": lambda q, k, v, *extra, **attrs: forward(q, k, v, *kernel_args(extra, **attrs)),
+        "attention_grad": lambda g, o, q, k, v, *extra, **attrs: backward(g, o, q, k, v, *kernel_args(extra, **attrs)),
+        "attention_bias_grad": lambda g, o, q, k, v, *extra, **attrs: bias_backward(
+            g, o, q, k, v, *kernel_args(extra, **attrs)),
     }
 
 

@@ -36,25 +36,31 @@ import math
 import numpy as np
 
 from ops._cuda import cuda, empty
-from ops.cpu.attention import _key_end, kernel_table
+from ops.cpu.attention import _key_end, heads_swap, kernel_table
 from ops.cuda import mathfn
 from ops.cuda.elementwise import full
 from ops.cuda.launch import ATTENTION_TILE, HEAD_DIM_MAX, THREADS, blocks
 from ops.cuda.layout import broadcast_strides, flat, offset
+from ops.cuda.movement import transpose
 from ops.cuda.softmax import masking
 
 
-def attention(q, k, v, mask=None, causal=False, scale=None, bias=None):
-    """softmax(scale · q kᵀ + bias) v over the keys each query sees: (..., Tq, dv)."""
+def attention(q, k, v, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):
+    """softmax(scale · q kᵀ + bias) v over the keys each query sees: (..., Tq, dv); (..., Tq, H, dv) for the
+    layout "bthd" (``ops.cpu.attention.attention``)."""
+    q, k, v = _heads_first(layout, q, k, v)
     (q3, k3, v3), lead, scale = _prepare(q, k, v, scale)
     out, _ = _forward_pass(q3, k3, v3, scale, _masking(lead, q3, k3, mask, causal, bias))
-    return out.reshape(*lead, q3.shape[1], v3.shape[2])
+    return _heads_first(layout, out.reshape(*lead, q3.shape[1], v3.shape[2]))[0]
 
 
-def attention_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=None):
+def attention_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):
     """The gradients of ``attention`` for the output gradient g, from its output o, stacked in one array
     (3, ..., max(Tq, Tk), max(d, dv)) that is 0 outside them: dq = grads[0, ..., :Tq, :d],
-    dk = grads[1, ..., :Tk, :d], dv = grads[2, ..., :Tk, :dv]."""
+    dk = grads[1, ..., :Tk, :d], dv = grads[2, ..., :Tk, :dv]; (3, ..., max(Tq, Tk), H, max(d, dv)) for "bthd"."""
+    if layout == "bthd":
+        return _heads_first(layout, attention_backward(*_heads_first(layout, g, o, q, k, v), mask, causal, scale,
+                                                       bias))[0]
     (q3, k3, v3), lead, scale = _prepare(q, k, v, scale)
     (count, tq, d), (tk, width) = q3.shape, v3.shape[1:]
     g3, lse, row_dots, masks = _backward_state(g, o, q3, k3, v3, lead, scale, mask, causal, bias)
@@ -65,15 +71,21 @@ def attention_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=
     return grads.reshape(3, *lead, *grads.shape[2:])
 
 
-def attention_bias_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=None):
-    """The gradient of ``attention`` with respect to its bias at the scores' shape (..., Tq, Tk): 0 where a key
+def attention_bias_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):
+    """The gradient of ``attention`` with respect to its bias at the scores' shape (..., H, Tq, Tk): 0 where a key
     takes no part."""
+    g, o, q, k, v = _heads_first(layout, g, o, q, k, v)
     (q3, k3, v3), lead, scale = _prepare(q, k, v, scale)
     count, tq, tk = q3.shape[0], q3.shape[1], k3.shape[1]
     g3, lse, row_dots, masks = _backward_state(g, o, q3, k3, v3, lead, scale, mask, causal, bias)
     dz = empty((count, tq, tk), q.dtype)
     _bias_grad[blocks(dz.size), THREADS](dz, g3, q3, k3, v3, lse, row_dots, scale, *masks)
     return dz.reshape(*lead, tq, tk)
+
+
+def _heads_first(layout, *xs):
+    """The arrays in the layout the kernels read, (..., H, T, f): those of "bthd" transposed (copies)."""
+    return xs if layout == "bhtd" else tuple(transpose(x, heads_swap(x.ndim)) for x in xs)
 
 
 def _backward_state(g, o, q3, k3, v3, lead, scale, mask, causal, bias):

@@ -1,12 +1,15 @@
 """The compiler's graph passes, each on a small graph: what it changes, and that the results do not."""
 import collections
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import attngraph as ag
+from attngraph.attention import MultiHeadAttention
 from attngraph.core import passes
 from attngraph.core.executor import Executable
+from attngraph.core.primitive import lookup
 from attngraph.models.gpt import GPT
 
 
@@ -129,6 +132,45 @@ def test_attention_fusion_replaces_composed_attention_and_its_gradient(rng):
     assert not {"softmax", "softmax_grad"} & set(ops(optimized))
     for a, b in zip(Executable(graph)(**feeds), Executable(optimized)(**feeds)):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_split_heads_are_read_in_place(rng):
+    """Attention over heads split from a projection reads them in the layout (B, T, H, d), forward and backward:
+    no transposes of heads are left (the one of the tied embedding's gradient is 2-D)."""
+    graph, feeds = gpt_step_graph(rng)
+    graph = graph.grad()
+    optimized = passes.optimize(graph)
+
+    def head_transposes(graph):
+        return [n for n in graph.topological_order() if n.op == "transpose" and len(n.shape) == 4]
+    assert len(head_transposes(graph)) >= 16 and head_transposes(optimized) == []
+    assert {n.attrs.get("layout") for n in optimized.nodes if n.op.startswith("attention")} == {"bthd"}
+    for a, b in zip(Executable(graph)(**feeds), Executable(optimized)(**feeds)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_the_attention_primitives_infer_the_tokens_first_layout():
+    def x(*shape):
+        return SimpleNamespace(shape=shape, dtype=np.dtype("float32"))
+    q, k, v, g = x(2, 5, 4, 8), x(2, 7, 4, 8), x(2, 7, 4, 6), x(2, 5, 4, 6)
+    attrs = dict(causal=False, scale=1.0, layout="bthd")
+    assert lookup("attention").infer(q, k, v, **attrs)[0] == (2, 5, 4, 6)
+    assert lookup("attention_grad").infer(g, g, q, k, v, **attrs)[0] == (3, 2, 7, 4, 8)
+    assert lookup("attention_bias_grad").infer(g, g, q, k, v, **attrs)[0] == (2, 4, 5, 7)
+    with pytest.raises(ValueError, match="heads after T"):
+        lookup("attention").infer(q, x(2, 7, 3, 8), v, **attrs)
+    with pytest.raises(ValueError, match="layout"):
+        lookup("attention").infer(q, k, v, causal=False, scale=1.0, layout="tbhd")
+
+
+def test_grouped_query_attention_keeps_the_heads_first_layout(rng):
+    """Keys and values repeated across query heads are no split of a projection: the kernels read them heads
+    first."""
+    mha = MultiHeadAttention(16, 4, kv_heads=2, rng=rng)
+    x = rng.standard_normal((2, 5, 16)).astype(np.float32)
+    graph = ag.trace(lambda x: ag.sum(mha(x, x, x, causal=True)), x=x).grad()
+    layouts = {n.attrs.get("layout", "bhtd") for n in passes.optimize(graph).nodes if n.op.startswith("attention")}
+    assert layouts == {"bhtd"}
 
 
 def test_attention_maps_asked_for_keep_the_composition(rng):

@@ -29,6 +29,15 @@ def composed(q, k, v, mask, causal):
     return (e / np.where(total > 0, total, 1)) @ v
 
 
+def test_the_tokens_first_layout_matches_the_cpu_kernels(rng):
+    q, k, v, g = (rng.standard_normal(s) for s in ((B, TQ, 2, D), (B, TK, 2, D), (B, TK, 2, DV), (B, TQ, 2, DV)))
+    out = fused.attention(*on_device(q, k, v), None, True, layout="bthd")
+    np.testing.assert_allclose(host(out), cpu.attention(q, k, v, None, True, layout="bthd"), rtol=1e-12, atol=1e-14)
+    grads = host(fused.attention_backward(*on_device(g, host(out), q, k, v), None, True, layout="bthd"))
+    np.testing.assert_allclose(grads, cpu.attention_backward(g, host(out), q, k, v, None, True, layout="bthd"),
+                               rtol=1e-10, atol=1e-12)
+
+
 def padding_mask(rng):
     mask = rng.random((B, 1, 1, TK)) > 0.3
     mask[0, 0, 0, :] = False            # batch entry 0 sees no key at all

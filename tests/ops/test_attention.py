@@ -71,6 +71,26 @@ def test_kernels_match_the_reference(case, dtype, rng):
     assert not padding.any()
 
 
+@pytest.mark.parametrize("case", [c for c in CASES if len(CASES[c][0]) == 2 and CASES[c][1]])
+def test_the_tokens_first_layout_computes_the_same_bits(case, rng):
+    """layout="bthd" reads q (B, T, H, d) as the heads-first kernels read (B, H, T, d), the last batch axis being
+    the heads: the same output, gradients and bias gradient, bit for bit."""
+    q, k, v, mask, causal, g = make(case, np.float64, rng)
+    bias = rng.standard_normal(q.shape[-3:-1] + k.shape[-2:-1])
+    first, last = (lambda x: x), (lambda x: np.ascontiguousarray(x.swapaxes(-3, -2)))
+    runs = [(layout, [order(x) for x in (q, k, v, g)]) for layout, order in (("bhtd", first), ("bthd", last))]
+    (o1, o2), (grads1, grads2), (dz1, dz2) = zip(*(
+        (o, kernels.attention_backward(gx, o, qx, kx, vx, mask, causal, None, bias, layout),
+         kernels.attention_bias_backward(gx, o, qx, kx, vx, mask, causal, None, bias, layout))
+        for layout, (qx, kx, vx, gx) in runs
+        for o in [kernels.attention(qx, kx, vx, mask, causal, None, bias, layout)]))
+    assert np.array_equal(o2, last(o1)) and np.array_equal(grads2, last(grads1)) and np.array_equal(dz1, dz2)
+    with pytest.raises(ValueError, match="layout"):
+        kernels.attention(q, k, v, layout="tbhd")
+    with pytest.raises(ValueError, match="bthd"):
+        kernels.attention(q, k[..., :1, :], v, layout="bthd")
+
+
 def test_queries_that_see_nothing_get_zeros_not_nan(rng):
     q, k, v = (rng.standard_normal((1, 4, 3)) for _ in range(3))
     mask = np.array([True, False, True, False])[:, None] & np.array([True, False, True, True])

@@ -16,6 +16,11 @@ for the gradient g of o, and becomes
   dq, dk, dv = the three parts of grads                      dkᵀ = transpose(dk)
   dz = attention_bias_grad(g, o, q, k, v[, mask], bias, ...) where the bias's gradient reads it
 
+When q, k and v are each ``transpose`` of heads split from a projection, (..., T, H, d) → (..., H, T, d), the
+primitives read the untransposed arrays (``layout="bthd"``) and their results are transposed back in the graph,
+where ``simplify`` cancels them against the transposes that merge the heads and those of the gradients: a
+layer's eight copies of its heads go (four forward, four backward).
+
 A site is fused only when nothing else reads s, z, p, dp or ds (an attention map made an output keeps the
 composed graph), c is a positive scalar constant, a bias is float and does not widen the scores, q, k and
 v share their batch shape, and, when there is a backward, the fused gradient can hold Tq and Tk
@@ -28,6 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from ops.cpu.attention import heads_swap
 
 from ..graph import Graph, Node
 from ..primitive import lookup
@@ -69,30 +76,49 @@ def fuse_attention(graph: Graph) -> Graph:
             return None if any(x is None for x in inputs) else copy(node, inputs)
         if node in site.inner:
             return None
-        operands = tuple(env[x] for x in (site.q, site.k, site.v, *site.mask))
-        attrs = {"causal": site.causal, "scale": site.scale}
+        split = [_split_heads(x) for x in (site.q, site.k, site.v)]
+        layout = "bthd" if all(split) else "bhtd"
+        operands = tuple(env[x] for x in (*(split if all(split) else (site.q, site.k, site.v)), *site.mask))
+        attrs = {"causal": site.causal, "scale": site.scale} | ({"layout": layout} if all(split) else {})
+
+        def fused(inputs, op):
+            shape, dtype = lookup(op).infer(*inputs, **attrs)
+            return copy(node, inputs, op=op, attrs=attrs, shape=shape, dtype=dtype)
+
+        def heads_first(x):                     # bthd → the graph's (..., H, T, features)
+            return x if layout == "bhtd" else copy(node, (x,), op="transpose", attrs={"perm": heads_swap(len(x.shape))},
+                                                    shape=_swapped(x.shape))
         if node is site.output:
-            output = copy(node, operands, op="attention", attrs=attrs)
-            site.fused.append(output)
+            site.fused.append(fused(operands, "attention"))
+            output = heads_first(site.fused[0])
             weights = site.inner.index(node.inputs[0])
             env.update({n: output for n in site.inner[:weights + 1]})    # it stands for the scores and weights too
             return output
+        g = env[site.g] if layout == "bhtd" else copy(node, (env[site.g],), op="transpose",
+                                                      attrs={"perm": heads_swap(len(site.g.shape))}, shape=_swapped(site.g.shape))
         if site.gradients[node] == 3:
-            return copy(node, (env[site.g], site.fused[0], *operands), op="attention_bias_grad", attrs=attrs)
+            return fused((g, site.fused[0], *operands), "attention_bias_grad")
         if len(site.fused) == 1:
-            inputs = (env[site.g], site.fused[0], *operands)
-            shape, dtype = lookup("attention_grad").infer(*inputs, **attrs)
-            site.fused.append(copy(node, inputs, op="attention_grad", attrs=attrs, shape=shape, dtype=dtype))
+            site.fused.append(fused((g, site.fused[0], *operands), "attention_grad"))
         grads, part = site.fused[1], site.gradients[node]
-        index = gradient_parts(*operands[:3], grads)[part]
-        value = copy(node, (grads,), op="getitem", attrs={"index": index},
-                     shape=node.shape[:-2] + node.shape[:-3:-1] if part == 1 else node.shape)
+        index = gradient_parts(*operands[:3], grads, layout)[part]
+        value = heads_first(copy(node, (grads,), op="getitem", attrs={"index": index}, shape=operands[part].shape))
         if part == 1:                           # the graph wants dkᵀ
             rank = len(node.shape)
             value = copy(node, (value,), op="transpose", attrs={"perm": tuple(range(rank - 2)) + (rank - 1, rank - 2)})
         return value
 
     return rewrite(graph, visit, env)
+
+
+def _swapped(shape: tuple) -> tuple:
+    return shape[:-3] + (shape[-2], shape[-3], shape[-1])
+
+
+def _split_heads(x: Node) -> Node | None:
+    """y when x = transpose(y) swaps the tokens' and the heads' axes (``split_heads``), else None."""
+    rank = len(x.shape)
+    return x.inputs[0] if x.op == "transpose" and rank >= 3 and tuple(x.attrs["perm"]) == heads_swap(rank) else None
 
 
 def _flags(node) -> tuple[bool, bool]:

@@ -4,7 +4,9 @@
 one batch shape, a boolean mask broadcasting to (..., Tq, Tk) (True = may attend) and a float additive bias
 broadcasting there too (the boolean extra input is the mask, the float one the bias:
 ``ops.cpu.attention.extras``); ``causal``
-lets query i see key j ≤ i + Tk − Tq. Its kernel (``ops/cpu/attention.py``) never holds a Tq × Tk matrix, and its
+lets query i see key j ≤ i + Tk − Tq. With ``layout="bthd"`` (default "bhtd") q, k, v and the output have the
+heads' axis after the tokens' — q (..., Tq, H, d) — as the fusion pass gives split heads, read in place; the
+mask and bias still broadcast to the scores (..., H, Tq, Tk). Its kernel (``ops/cpu/attention.py``) never holds a Tq × Tk matrix, and its
 backward kernel recomputes the probabilities from q and k, so nothing but the output is kept for it.
 
 The gradient is one node, ``attention_grad``, whose value stacks dq, dk and dv: (3, ..., max(Tq, Tk),
@@ -19,7 +21,7 @@ composed attention that modules trace into these primitives when nothing reads t
 """
 from math import prod
 
-from ops.cpu.attention import extras
+from ops.cpu.attention import LAYOUTS, extras
 
 from ...errors import AttnGraphError
 from .. import functional as F
@@ -33,71 +35,97 @@ def packable(tq, tk) -> bool:
     return tq == tk or isinstance(tq, int) and isinstance(tk, int)
 
 
-def attention_rule(q, k, v, *extra, causal, scale):
+def lengths(q, k, layout: str) -> tuple:
+    """(Tq, Tk) of the shapes q and k in the layout: (..., T, d) for "bhtd", (..., T, H, d) for "bthd"."""
+    axis = -2 if layout == "bhtd" else -3
+    return q[axis], k[axis]
+
+
+def scores_shape(q, k, layout: str) -> tuple:
+    """The shape of the scores, which a mask and a bias broadcast to: (..., Tq, Tk), or (..., H, Tq, Tk)."""
+    tq, tk = lengths(q, k, layout)
+    return q[:-1] + (tk,) if layout == "bhtd" else q[:-3] + (q[-2], tq, tk)
+
+
+def attention_rule(q, k, v, *extra, causal, scale, layout="bhtd"):
     require_float(q, k, v)
-    if len(q.shape) < 2 or len(k.shape) != len(q.shape) or len(v.shape) != len(q.shape):
-        raise ValueError("q, k and v must have the same rank, at least 2: (..., T, features)")
-    if k.shape[:-2] != q.shape[:-2] or v.shape[:-2] != q.shape[:-2] or k.shape[-1] != q.shape[-1] \
-            or v.shape[-2] != k.shape[-2]:
-        raise ValueError(f"expected q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv) with one batch shape, got "
-                         f"{format_shape(q.shape)}, {format_shape(k.shape)}, {format_shape(v.shape)}")
+    if layout not in LAYOUTS:
+        raise ValueError(f"attention layout must be one of {LAYOUTS}, got {layout!r}")
+    lead = 2 if layout == "bhtd" else 3         # axes after the batch: (T, d) or (T, H, d)
+    if len(q.shape) < lead or len(k.shape) != len(q.shape) or len(v.shape) != len(q.shape):
+        raise ValueError(f"q, k and v must have the same rank, at least {lead}: (..., T, features) or "
+                         "(..., T, heads, features)")
+    if k.shape[:-lead] != q.shape[:-lead] or v.shape[:-lead] != q.shape[:-lead] \
+            or k.shape[-lead + 1:] != q.shape[-lead + 1:] or v.shape[:-1] != k.shape[:-1]:
+        raise ValueError(f"expected q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv) with one batch shape (heads "
+                         f"after T in layout bthd), got {format_shape(q.shape)}, {format_shape(k.shape)}, "
+                         f"{format_shape(v.shape)}")
     mask, bias = extras(extra)
     if len(extra) > 2 or extra[:1] == (bias,) and len(extra) == 2:
         raise ValueError("attention takes at most a boolean mask and then a float bias after q, k, v")
-    scores = q.shape[:-1] + k.shape[-2:-1]
+    scores = scores_shape(q.shape, k.shape, layout)
     for name, x in (("mask", mask), ("bias", bias)):
         if x is not None and broadcast(scores, x.shape) != scores:
             raise ValueError(f"{name} {format_shape(x.shape)} does not broadcast to the scores {format_shape(scores)}")
     return q.shape[:-1] + v.shape[-1:], same_dtype(q, k, v, *([] if bias is None else [bias]))
 
 
-def attention_grad_rule(g, o, q, k, v, *extra, causal, scale):
-    tq, tk = q.shape[-2], k.shape[-2]
+def attention_grad_rule(g, o, q, k, v, *extra, causal, scale, layout="bhtd"):
+    tq, tk = lengths(q.shape, k.shape, layout)
     if not packable(tq, tk):
         raise ValueError(f"the fused attention gradient needs Tq = Tk or both concrete, got {tq} and {tk}")
-    rows = tq if tq == tk else max(tq, tk)
-    return (3,) + q.shape[:-2] + (rows, max(q.shape[-1], v.shape[-1])), same_dtype(g, o, q)
+    rows, width = tq if tq == tk else max(tq, tk), max(q.shape[-1], v.shape[-1])
+    stacked = q.shape[:-2] + (rows, width) if layout == "bhtd" else q.shape[:-3] + (rows, q.shape[-2], width)
+    return (3,) + stacked, same_dtype(g, o, q)
 
 
-def attention_bias_grad_rule(g, o, q, k, v, *extra, causal, scale):
-    return q.shape[:-1] + k.shape[-2:-1], same_dtype(g, o, q)
+def attention_bias_grad_rule(g, o, q, k, v, *extra, causal, scale, layout="bhtd"):
+    return scores_shape(q.shape, k.shape, layout), same_dtype(g, o, q)
 
 
-def attention_vjp(g, o, q, k, v, *extra, causal, scale):
+def attention_vjp(g, o, q, k, v, *extra, **attrs):
     """(dq, dk, dv) read out of one ``attention_grad`` node, nothing for the mask, and ``attention_bias_grad``
     for the bias."""
-    grads = F.emit("attention_grad", g, o, q, k, v, *extra, causal=causal, scale=scale)
-    parts = tuple(F.emit("getitem", grads, index=index) for index in gradient_parts(q, k, v, grads))
+    grads = F.emit("attention_grad", g, o, q, k, v, *extra, **attrs)
+    parts = tuple(F.emit("getitem", grads, index=index)
+                  for index in gradient_parts(q, k, v, grads, attrs.get("layout", "bhtd")))
     mask, bias = extras(extra)
     return parts + (() if mask is None else (None,)) + \
-        (() if bias is None else (F.emit("attention_bias_grad", g, o, q, k, v, *extra, causal=causal, scale=scale),))
+        (() if bias is None else (F.emit("attention_bias_grad", g, o, q, k, v, *extra, **attrs),))
 
 
-def gradient_parts(q, k, v, grads) -> list[tuple]:
+def gradient_parts(q, k, v, grads, layout: str = "bhtd") -> list[tuple]:
     """The ``getitem`` indices of dq, dk and dv in the value of ``attention_grad`` (nodes or tensors)."""
-    rows, width = grads.shape[-2:]
-    batch = (slice(None),) * (len(q.shape) - 2)
-    return [(i,) + batch + (slice(None) if length == rows else slice(0, length),
-                            slice(None) if features == width else slice(0, features))
-            for i, (length, features) in enumerate([q.shape[-2:], k.shape[-2:], v.shape[-2:]])]
+    tq, tk = lengths(q.shape, k.shape, layout)
+    rows, width = grads.shape[-2 if layout == "bhtd" else -3], grads.shape[-1]
+    batch = (slice(None),) * (len(q.shape) - (2 if layout == "bhtd" else 3))
+    heads = () if layout == "bhtd" else (slice(None),)
+
+    def upto(size, whole):
+        return slice(None) if size == whole else slice(0, size)
+    return [(i,) + batch + (upto(length, rows),) + heads + (upto(x.shape[-1], width),)
+            for i, (x, length) in enumerate(((q, tq), (k, tk), (v, tk)))]
 
 
-def attention_flops(out, q, k, v, *extra, causal, scale):
+def _scores(q, k, layout) -> int:
+    return prod(scores_shape(q, k, layout))
+
+
+def attention_flops(out, q, k, v, *extra, causal, scale, layout="bhtd"):
     """As the composition counts them: scores 2·d, scaling 1, softmax 5 and mixing 2·dv per score,
     over the whole Tq × Tk matrix even when causal (a bias's addition is not counted)."""
-    scores = prod(q[:-1]) * k[-2]
-    return scores * (2 * q[-1] + 1 + 5 + 2 * v[-1])
+    return _scores(q, k, layout) * (2 * q[-1] + 1 + 5 + 2 * v[-1])
 
 
-def attention_grad_flops(out, g, o, q, k, v, *extra, causal, scale):
+def attention_grad_flops(out, g, o, q, k, v, *extra, causal, scale, layout="bhtd"):
     """Per score: the recomputed forward without mixing (2·d + 6), dP = dO vᵀ (2·dv), dS (3), dv, dq and
     dk (2·dv + 4·d)."""
-    return prod(q[:-1]) * k[-2] * (6 * q[-1] + 4 * v[-1] + 9)
+    return _scores(q, k, layout) * (6 * q[-1] + 4 * v[-1] + 9)
 
 
-def attention_bias_grad_flops(out, g, o, q, k, v, *extra, causal, scale):
+def attention_bias_grad_flops(out, g, o, q, k, v, *extra, causal, scale, layout="bhtd"):
     """Per score: the recomputed forward without mixing (2·d + 6), dP = dO vᵀ (2·dv) and dZ (3)."""
-    return prod(q[:-1]) * k[-2] * (2 * q[-1] + 2 * v[-1] + 9)
+    return _scores(q, k, layout) * (2 * q[-1] + 2 * v[-1] + 9)
 
 
 def first_order_only(g, y, *inputs, **attrs):
