@@ -30,12 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ops.cpu.attention import extras, heads_swap
+from ops.cpu.attention import extras, heads_swap, scores_shape
 
 from ..core.dims import Dim, multiply, symbols
 from ..core.graph import Graph, Node, graph_method
 from ..core.passes import unfuse
-from ..core.prims.attention import scores_shape
 from ..errors import BindingError, ExportError
 from ..version import __version__
 

@@ -80,20 +80,31 @@ def heads_swap(rank: int) -> tuple:
     return tuple(range(rank - 3)) + (rank - 2, rank - 3, rank - 1)
 
 
+def lengths(q_shape, k_shape, layout: str) -> tuple:
+    """(Tq, Tk) of q (..., Tq, d) and k (..., Tk, d), or of q (..., Tq, H, d) and k (..., Tk, H, d) ("bthd")."""
+    axis = -2 if layout == "bhtd" else -3
+    return q_shape[axis], k_shape[axis]
+
+
+def scores_shape(q_shape, k_shape, layout: str) -> tuple:
+    """The shape of the scores, which a mask and a bias broadcast to: (..., Tq, Tk), or (..., H, Tq, Tk)."""
+    tq, tk = lengths(q_shape, k_shape, layout)
+    return q_shape[:-1] + (tk,) if layout == "bhtd" else q_shape[:-3] + (q_shape[-2], tq, tk)
+
+
 def attention(q, k, v, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):
     """softmax(scale · q kᵀ + bias) v over the allowed keys, for q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv)
     with one batch shape and a mask and a bias broadcasting to (..., Tq, Tk); scale defaults to 1/√d. With
     ``layout="bthd"`` the heads' axis follows the tokens': q (..., Tq, H, d), k (..., Tk, H, d), v (..., Tk, H, dv)
     and the output (..., Tq, H, dv), read and written in place; the mask and bias still broadcast to
     (..., H, Tq, Tk)."""
-    q_shape = np.shape(q)
-    q, k, v, masking, scale, bk = _prepare(q, k, v, mask, causal, scale, bias, layout)
-    (n, tq, h, _), dv = q.shape, v.shape[-1]
-    o = np.zeros((n, tq, h, dv), q.dtype)
+    q4, k4, v4, masking, scale, bk = _prepare(q, k, v, mask, causal, scale, bias, layout)
+    (n, tq, h, _), dv = q4.shape, v4.shape[-1]
+    o = np.zeros((n, tq, h, dv), q4.dtype)
     tiles = (tq + _BQ - 1) // _BQ
-    in_threads(_forward_tiles, n * h * tiles, q, k, v, o, *masking, scale, bk, np.finfo(q.dtype).min,
-               work=q.size)
-    return o.reshape(q_shape[:-1] + (dv,))
+    in_threads(_forward_tiles, n * h * tiles, q4, k4, v4, o, *masking, scale, bk, np.finfo(q4.dtype).min,
+               work=q4.size)
+    return o.reshape(np.shape(q)[:-1] + (dv,))
 
 
 def attention_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):
@@ -104,24 +115,26 @@ def attention_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=
 
     (one array, so that a graph node can hold all three; for self-attention each is a contiguous view); with
     ``layout="bthd"``, (3, ..., max(Tq, Tk), H, max(d, dv)) and dq = grads[0, ..., :Tq, :, :d] and so on."""
-    q4, k4, v4, *_ = _prepare(q, k, v, mask, causal, scale, bias, layout)
-    (n, tq, h, d), tk, dv = q4.shape, k4.shape[1], v4.shape[-1]
-    grads = np.zeros((3, n, max(tq, tk), h, max(d, dv)), q4.dtype)
-    _backward(g, o, q, k, v, mask, causal, scale, bias, layout, grads[0, :, :tq, :, :d], grads[1, :, :tk, :, :d],
-              grads[2, :, :tk, :, :dv], np.zeros((0, tq, tk), grads.dtype))
-    rows, width = grads.shape[2], grads.shape[4]
-    return grads.reshape((3,) + (q.shape[:-2] + (rows, width) if layout == "bhtd" else q.shape[:-3] + (rows, h, width)))
+    q, k, v = _checked(q, k, v, layout)
+    (tq, tk), d, dv = lengths(q.shape, k.shape, layout), q.shape[-1], v.shape[-1]
+    stacked = q.shape[:-2] + (max(tq, tk), max(d, dv)) if layout == "bhtd" else \
+        q.shape[:-3] + (max(tq, tk), q.shape[-2], max(d, dv))
+    grads = np.zeros((3,) + stacked, q.dtype)
+    dq, dk, dv = (_heads(grads[i], layout)[:, :length, :, :width]
+                  for i, (length, width) in enumerate(((tq, d), (tk, d), (tk, dv))))
+    _backward(g, o, q, k, v, mask, causal, scale, bias, layout, dq, dk, dv, np.zeros((0, tq, tk), q.dtype))
+    return grads
 
 
 def attention_bias_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):
     """The gradient of ``attention`` with respect to its bias, dZ = P ∘ (g vᵀ − rowsum(g ∘ o)), at the full
     shape of the scores (..., H, Tq, Tk) (for either layout): 0 where a key takes no part."""
-    q4, k4, v4, *_ = _prepare(q, k, v, mask, causal, scale, bias, layout)
-    (n, tq, h, d), tk, dv = q4.shape, k4.shape[1], v4.shape[-1]
-    dz = np.zeros((n * h, tq, tk), q4.dtype)
-    none = np.zeros((0, tq, 1, max(d, dv)), dz.dtype)
-    _backward(g, o, q, k, v, mask, causal, scale, bias, layout, none[..., :d], none[..., :d], none[..., :dv], dz)
-    return dz.reshape(_scores_shape(q, k, layout))
+    q, k, v = _checked(q, k, v, layout)
+    scores = scores_shape(q.shape, k.shape, layout)
+    dz = np.zeros((math.prod(scores[:-2]),) + scores[-2:], q.dtype)
+    none = np.zeros((0,) + scores[-2:-1] + (1, 1), q.dtype)
+    _backward(g, o, q, k, v, mask, causal, scale, bias, layout, none, none, none, dz)
+    return dz.reshape(scores)
 
 
 def _backward(g, o, q, k, v, mask, causal, scale, bias, layout, dq, dk, dv, dz):
@@ -132,32 +145,31 @@ def _backward(g, o, q, k, v, mask, causal, scale, bias, layout, dq, dk, dv, dz):
                np.finfo(q.dtype).min, work=q.size)
 
 
-def _prepare(q, k, v, mask, causal, scale, bias, layout):
-    """q, k, v contiguous as (batch, T, heads, features) arrays (``_heads``), (mask rows, mask index, bias rows,
-    bias index, causal, the shape of the scores), the scale in q's dtype, the key chunk size."""
+def _checked(q, k, v, layout):
+    """q, k and v contiguous, once their layout, shapes and dtypes are checked."""
     if layout not in LAYOUTS:
         raise ValueError(f"attention layout must be one of {LAYOUTS}, got {layout!r}")
     q, k, v = (np.ascontiguousarray(a) for a in (q, k, v))
-    lead = 2 + (layout == "bthd")        # axes after the batch: (T, features) or (T, H, features)
+    lead = 2 if layout == "bhtd" else 3          # axes after the batch: (T, features) or (T, H, features)
     if q.ndim < lead or k.shape[:-lead] != q.shape[:-lead] or k.shape[-lead + 1:] != q.shape[-lead + 1:] \
             or v.shape[:-1] != k.shape[:-1] or not q.dtype == k.dtype == v.dtype:
         raise ValueError(f"attention ({layout}) needs q, k and v of one batch shape, heads and dtype, k and q of one "
                          f"width, v and k of one length; got {q.shape} {q.dtype}, {k.shape} {k.dtype}, "
                          f"{v.shape} {v.dtype}")
-    scores = _scores_shape(q, k, layout)
+    return q, k, v
+
+
+def _prepare(q, k, v, mask, causal, scale, bias, layout):
+    """q, k and v as (batch, T, heads, features) arrays (``_heads``), (mask rows, mask index, bias rows, bias
+    index, causal), the scale in q's dtype, the key chunk size."""
+    q, k, v = _checked(q, k, v, layout)
+    scores = scores_shape(q.shape, k.shape, layout)
     q, k, v = (_heads(a, layout) for a in (q, k, v))
     d, dv = q.shape[-1], v.shape[-1]
     scale = q.dtype.type(1 / math.sqrt(d) if scale is None else scale)
     bk = max(8, min(256, _BLAS_SERIAL_MAX // (_BQ * max(d, dv, 1)), k.shape[1]))      # buffers no wider than Tk
     bias = np.zeros(scores[-1:], q.dtype) if bias is None else np.asarray(bias, q.dtype)
     return q, k, v, (*mask_rows(mask, scores), *broadcast_rows(bias, scores, "bias"), causal), scale, bk
-
-
-def _scores_shape(q, k, layout):
-    """(..., Tq, Tk) for q (..., Tq, d); (..., H, Tq, Tk) for q (..., Tq, H, d) ("bthd")."""
-    if layout == "bhtd":
-        return q.shape[:-1] + k.shape[-2:-1]
-    return q.shape[:-3] + (q.shape[-2], q.shape[-3], k.shape[-3])
 
 
 def _heads(a, layout):
@@ -190,7 +202,7 @@ def _exponentials(q, k, end, first, tq, tk, allowed_rows, allowed_index, bias_ro
     (e[c, :rows · w] is the rows × w block of keys c·bk ≤ j < c·bk + w, w = min(bk, end − c·bk)), and
     inverse = 1 / rowsum(e) (0 for a row with no key, and for a NaN row, whose e is NaN where it sees a key).
     Returns the number of chunks."""
-    rows, d = q.shape
+    rows = q.shape[0]
     chunks = (end + bk - 1) // bk
     zero = e.dtype.type(0)
     m = np.full(rows, lowest, e.dtype)

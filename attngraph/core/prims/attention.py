@@ -21,7 +21,7 @@ composed attention that modules trace into these primitives when nothing reads t
 """
 from math import prod
 
-from ops.cpu.attention import LAYOUTS, extras
+from ops.cpu.attention import LAYOUTS, extras, lengths, scores_shape
 
 from ...errors import AttnGraphError
 from .. import functional as F
@@ -33,18 +33,6 @@ from ._infer import require_float, same_dtype
 def packable(tq, tk) -> bool:
     """Whether the gradients of queries of length tq and keys of length tk can share one node's rows."""
     return tq == tk or isinstance(tq, int) and isinstance(tk, int)
-
-
-def lengths(q, k, layout: str) -> tuple:
-    """(Tq, Tk) of the shapes q and k in the layout: (..., T, d) for "bhtd", (..., T, H, d) for "bthd"."""
-    axis = -2 if layout == "bhtd" else -3
-    return q[axis], k[axis]
-
-
-def scores_shape(q, k, layout: str) -> tuple:
-    """The shape of the scores, which a mask and a bias broadcast to: (..., Tq, Tk), or (..., H, Tq, Tk)."""
-    tq, tk = lengths(q, k, layout)
-    return q[:-1] + (tk,) if layout == "bhtd" else q[:-3] + (q[-2], tq, tk)
 
 
 def attention_rule(q, k, v, *extra, causal, scale, layout="bhtd"):
