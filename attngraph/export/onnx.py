@@ -249,15 +249,15 @@ def _attention(b, node, q, k, v, *extra, causal, scale, layout="bhtd"):
     qn, kn = node.inputs[:2]
     names = iter(extra)                         # the mask's, then the bias's
     mask, bias = (None if x is None else next(names) for x in extras(node.inputs[3:]))
-    swap = list(heads_swap(len(qn.shape)))
-    if layout == "bthd":
+    swap = list(heads_swap(len(qn.shape))) if layout == "bthd" else None
+    if swap:
         q, k, v = (b.op("Transpose", x, perm=swap) for x in (q, k, v))
     scores = b.op("Mul", b.op("MatMul", q, b.transposed(k, len(kn.shape))), b.scalar(scale, node.dtype))
     if bias is not None:
         scores = b.op("Add", scores, bias)
     probs = b.masked("Softmax", scores, scores_shape(qn.shape, kn.shape, layout), node.dtype, mask, causal)
     out = b.op("MatMul", probs, v)
-    return out if layout == "bhtd" else b.op("Transpose", out, perm=swap)
+    return b.op("Transpose", out, perm=swap) if swap else out
 
 
 def _gelu(b, node, x, bias=None, *, approximate):

@@ -334,9 +334,8 @@ def _backward_heads(start, stop, q, k, v, g, o, dq, dk, dv, dz, allowed_rows, al
     dqh, dkh, dvh = np.empty((tq, d), q.dtype), np.empty((tk, d), q.dtype), np.empty((tk, dvalue), q.dtype)
     for n in range(start, stop):
         b, h = n // heads, n % heads
-        for x, head in ((q, qh), (k, kh), (g, gh), (o, oh)):
+        for x, head in ((q, qh), (k, kh), (v, vh), (g, gh), (o, oh)):
             _gather(x, b, h, head)
-        _gather(v, b, h, vh)
         dqh[:], dkh[:], dvh[:] = 0, 0, 0
         for i0 in range(0, tq, _BQ):
             i1 = min(i0 + _BQ, tq)

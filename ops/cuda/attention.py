@@ -36,7 +36,7 @@ import math
 import numpy as np
 
 from ops._cuda import cuda, empty
-from ops.cpu.attention import _key_end, heads_swap, kernel_table
+from ops.cpu.attention import LAYOUTS, _key_end, heads_swap, kernel_table
 from ops.cuda import mathfn
 from ops.cuda.elementwise import full
 from ops.cuda.launch import ATTENTION_TILE, HEAD_DIM_MAX, THREADS, blocks
@@ -48,10 +48,10 @@ from ops.cuda.softmax import masking
 def attention(q, k, v, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):
     """softmax(scale · q kᵀ + bias) v over the keys each query sees: (..., Tq, dv); (..., Tq, H, dv) for the
     layout "bthd" (``ops.cpu.attention.attention``)."""
-    q, k, v = _heads_first(layout, q, k, v)
+    q, k, v = _swap_heads(layout, q, k, v)
     (q3, k3, v3), lead, scale = _prepare(q, k, v, scale)
     out, _ = _forward_pass(q3, k3, v3, scale, _masking(lead, q3, k3, mask, causal, bias))
-    return _heads_first(layout, out.reshape(*lead, q3.shape[1], v3.shape[2]))[0]
+    return _swap_heads(layout, out.reshape(*lead, q3.shape[1], v3.shape[2]))[0]
 
 
 def attention_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):
@@ -59,7 +59,7 @@ def attention_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=
     (3, ..., max(Tq, Tk), max(d, dv)) that is 0 outside them: dq = grads[0, ..., :Tq, :d],
     dk = grads[1, ..., :Tk, :d], dv = grads[2, ..., :Tk, :dv]; (3, ..., max(Tq, Tk), H, max(d, dv)) for "bthd"."""
     if layout == "bthd":
-        return _heads_first(layout, attention_backward(*_heads_first(layout, g, o, q, k, v), mask, causal, scale,
+        return _swap_heads(layout, attention_backward(*_swap_heads(layout, g, o, q, k, v), mask, causal, scale,
                                                        bias))[0]
     (q3, k3, v3), lead, scale = _prepare(q, k, v, scale)
     (count, tq, d), (tk, width) = q3.shape, v3.shape[1:]
@@ -74,7 +74,7 @@ def attention_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=
 def attention_bias_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):
     """The gradient of ``attention`` with respect to its bias at the scores' shape (..., H, Tq, Tk): 0 where a key
     takes no part."""
-    g, o, q, k, v = _heads_first(layout, g, o, q, k, v)
+    g, o, q, k, v = _swap_heads(layout, g, o, q, k, v)
     (q3, k3, v3), lead, scale = _prepare(q, k, v, scale)
     count, tq, tk = q3.shape[0], q3.shape[1], k3.shape[1]
     g3, lse, row_dots, masks = _backward_state(g, o, q3, k3, v3, lead, scale, mask, causal, bias)
@@ -83,8 +83,11 @@ def attention_bias_backward(g, o, q, k, v, mask=None, causal=False, scale=None, 
     return dz.reshape(*lead, tq, tk)
 
 
-def _heads_first(layout, *xs):
-    """The arrays in the layout the kernels read, (..., H, T, f): those of "bthd" transposed (copies)."""
+def _swap_heads(layout, *xs):
+    """The arrays with (..., T, H, f) ↔ (..., H, T, f) swapped (copies) when the layout is "bthd": the kernels
+    read heads first. A layout that is neither is refused."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"attention layout must be one of {LAYOUTS}, got {layout!r}")
     return xs if layout == "bhtd" else tuple(transpose(x, heads_swap(x.ndim)) for x in xs)
 
 

@@ -36,6 +36,8 @@ def test_the_tokens_first_layout_matches_the_cpu_kernels(rng):
     grads = host(fused.attention_backward(*on_device(g, host(out), q, k, v), None, True, layout="bthd"))
     np.testing.assert_allclose(grads, cpu.attention_backward(g, host(out), q, k, v, None, True, layout="bthd"),
                                rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="layout"):
+        fused.attention(*on_device(q, k, v), None, True, layout="tbhd")
 
 
 def padding_mask(rng):

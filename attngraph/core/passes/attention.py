@@ -85,24 +85,23 @@ def fuse_attention(graph: Graph) -> Graph:
             shape, dtype = lookup(op).infer(*inputs, **attrs)
             return copy(node, inputs, op=op, attrs=attrs, shape=shape, dtype=dtype)
 
-        def heads_first(x):                     # bthd → the graph's (..., H, T, features)
+        def swapped(x):                         # (..., T, H, f) ↔ (..., H, T, f) when the primitives read bthd
             return x if layout == "bhtd" else copy(node, (x,), op="transpose", attrs={"perm": heads_swap(len(x.shape))},
                                                     shape=_swapped(x.shape))
         if node is site.output:
             site.fused.append(fused(operands, "attention"))
-            output = heads_first(site.fused[0])
+            output = swapped(site.fused[0])
             weights = site.inner.index(node.inputs[0])
             env.update({n: output for n in site.inner[:weights + 1]})    # it stands for the scores and weights too
             return output
-        g = env[site.g] if layout == "bhtd" else copy(node, (env[site.g],), op="transpose",
-                                                      attrs={"perm": heads_swap(len(site.g.shape))}, shape=_swapped(site.g.shape))
+        g = swapped(env[site.g])
         if site.gradients[node] == 3:
             return fused((g, site.fused[0], *operands), "attention_bias_grad")
         if len(site.fused) == 1:
             site.fused.append(fused((g, site.fused[0], *operands), "attention_grad"))
         grads, part = site.fused[1], site.gradients[node]
         index = gradient_parts(*operands[:3], grads, layout)[part]
-        value = heads_first(copy(node, (grads,), op="getitem", attrs={"index": index}, shape=operands[part].shape))
+        value = swapped(copy(node, (grads,), op="getitem", attrs={"index": index}, shape=operands[part].shape))
         if part == 1:                           # the graph wants dkᵀ
             rank = len(node.shape)
             value = copy(node, (value,), op="transpose", attrs={"perm": tuple(range(rank - 2)) + (rank - 1, rank - 2)})
