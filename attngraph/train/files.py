@@ -21,6 +21,7 @@ def write_atomically(target: Path, write: Callable) -> None:
     remove_stale_temporaries(target)
     fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp")
     try:
+        os.chmod(temporary, _mode_of(target))
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
@@ -30,6 +31,17 @@ def write_atomically(target: Path, write: Callable) -> None:
         Path(temporary).unlink(missing_ok=True)
         raise
     _sync_folder(target.parent)
+
+
+def _mode_of(target: Path) -> int:
+    """The permissions ``open(target, "wb")`` would leave: those of the file it replaces, else 0o666 less the
+    umask (``mkstemp`` makes its file 0o600). The umask can only be read by setting it, so it is set back at once."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def remove_stale_temporaries(target: Path) -> None:
