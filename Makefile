@@ -51,7 +51,7 @@ $(STAMP): pyproject.toml
 	    else false; fi; }; \
 	fi
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -e ".[dev,onnx,hf]"   # onnx, hf: the ONNX export, Hugging Face import and their tests
+	$(VPY) -m pip install -e ".[dev,onnx,hf,mpi]"   # onnx, hf, mpi: ONNX export, Hugging Face import, MPI, their tests
 	@touch $@
 
 # --- graphviz's `dot`: needed to lay out SVG/PNG/PDF; .dot text is written without it ---------

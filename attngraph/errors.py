@@ -44,3 +44,11 @@ class RenderError(AttnGraphError):
 
 class ExportError(AttnGraphError):
     """A graph that cannot be written as ONNX, or ``onnx`` not installed."""
+
+
+class DistributedError(AttnGraphError):
+    """Ranks of an MPI world that disagree on what they must share (parameters, model, version, step, data)."""
+
+
+class CollectiveTimeout(DistributedError, TimeoutError):
+    """An MPI collective that waited longer than the world's timeout for the other ranks."""

@@ -1,0 +1,77 @@
+"""attngraph.train.distributed: a world of one in this process, and 2-3 ranks under mpiexec (tests/mpi.py)."""
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attngraph.errors import DistributedError
+from attngraph.train import distributed
+from tests.mpi import launch, requires_mpi
+
+RANKS = Path(__file__).parent / "ranks"
+
+
+def test_a_world_of_one_returns_its_inputs():
+    world = distributed.SELF
+    assert (world.rank, world.size) == (0, 1)
+    x = np.arange(3.0)
+    assert world.allreduce_sum(x, "sum") is x and world.allgather(5, "gather") == [5]
+    assert world.shard(7) == slice(0, 7)
+    grads = [np.ones(2), None]
+    assert distributed.GradientBuckets(world, [((2,), np.float64), None]).reduce(grads, "reduce") == grads
+
+
+def test_without_a_launcher_the_default_world_is_one(monkeypatch):
+    for name in distributed.LAUNCHER_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    assert distributed.world() is distributed.SELF and distributed.as_world(None) is distributed.SELF
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5])
+def test_shards_cover_the_items_once_and_differ_by_at_most_one(size):
+    parts = [distributed.World.__new__(distributed.World) for _ in range(size)]
+    for rank, part in enumerate(parts):
+        part.rank, part.size = rank, size
+    slices = [part.shard(11) for part in parts]
+    assert [i for s in slices for i in range(11)[s]] == list(range(11))
+    assert max(s.stop - s.start for s in slices) - min(s.stop - s.start for s in slices) <= 1
+
+
+def test_buckets_fill_up_to_their_size_and_split_on_dtype():
+    like = [((4,), np.float32), ((2,), np.float32), None, ((8,), np.float32), ((1,), np.float64), ((2,), np.float64), ((1,), np.float64)]
+    buckets = distributed.GradientBuckets(distributed.SELF, like, bucket_bytes=24)
+    assert buckets.layout() == [[0, 1], [3], [4, 5], [6]]
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match="timeout"):
+        distributed.World(timeout=0)
+    with pytest.raises(ValueError, match="bucket_bytes"):
+        distributed.GradientBuckets(distributed.SELF, [], bucket_bytes=0)
+    with pytest.raises(TypeError, match="comm"):
+        distributed.as_world("world")
+
+
+@requires_mpi
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_collectives_sum_over_the_ranks(ranks):
+    result = launch(RANKS / "world.py", ranks, ["sums"], timeout=60)
+    assert result.returncode == 0, result.output
+    assert sorted(re.findall(r"rank (\d+): ok", result.output)) == [str(r) for r in range(ranks)]
+
+
+@requires_mpi
+def test_a_rank_that_raises_brings_the_world_down_with_its_error_printed_once():
+    result = launch(RANKS / "world.py", 2, ["raises"], timeout=60, runner=False)     # the library's hook alone
+    assert result.returncode != 0
+    assert result.output.count("RuntimeError: rank 1 breaks on purpose") == 1, result.output
+    assert "rank 1 failed; aborting all ranks" in result.output
+
+
+@requires_mpi
+def test_a_stalled_collective_names_the_rank_and_the_step():
+    result = launch(RANKS / "world.py", 2, ["stalls"], timeout=60, runner=False)
+    assert result.returncode != 0
+    assert "CollectiveTimeout: rank 0 of 2: step 7: the gradient all-reduce waited more than 1 s" in result.output, \
+        result.output
