@@ -130,16 +130,22 @@ def gelu(x, approximate: str = "tanh"):
 
 
 def clip(x, lo=None, hi=None):
-    """x limited to [lo, hi]: lo where x < lo, hi where x > hi, else x; NaN stays NaN. The bounds are Python
-    numbers, a missing one (None) leaves that side open (as torch.clamp); the gradient passes where
-    lo ≤ x ≤ hi."""
+    """min(max(x, lo), hi), as torch.clamp: x limited to [lo, hi], every element hi when lo > hi; NaN stays NaN.
+    The bounds are Python numbers (ints for an integer tensor) and at most one of them may be None, which leaves
+    that side open; the gradient passes where lo ≤ x ≤ hi."""
+    if lo is None and hi is None:
+        raise TracingError(f"clip needs at least one bound: lo, hi or both (at {user_source()})")
+    integer = as_node(x).dtype.kind in "iu"
     for bound in (lo, hi):
-        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, (int, float))):
-            raise DTypeError(f"clip's bounds must be Python numbers or None, not {type(bound).__name__} "
-                             f"(at {user_source()})")
-    if lo is not None and hi is not None and not lo <= hi:
-        raise TracingError(f"clip's lower bound {lo} is above its upper bound {hi}: swap them (at {user_source()})")
-    return emit("clip", *lift_scalars(x, -math.inf if lo is None else float(lo), math.inf if hi is None else float(hi)))
+        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int if integer else (int, float))):
+            raise DTypeError(f"clip's bounds must be Python {'ints' if integer else 'numbers'} or None for a "
+                             f"{as_node(x).dtype} tensor, not {type(bound).__name__} (at {user_source()})")
+    if integer:
+        info = np.iinfo(as_node(x).dtype)
+        lo, hi = (info.min if lo is None else lo), (info.max if hi is None else hi)
+    else:
+        lo, hi = (-math.inf if lo is None else float(lo)), (math.inf if hi is None else float(hi))
+    return emit("clip", *lift_scalars(x, lo, hi))
 
 
 def where(cond, a, b):
@@ -152,9 +158,10 @@ def astype(x, dtype):
     return x if as_node(x).dtype == dtype else emit("astype", x, dtype=dtype)
 
 
-def _axis(x, axis: int, insert: bool = False) -> int:
-    """``axis`` of ``x`` as a non-negative index, counted from the end when negative; ``insert`` counts the
-    positions where a new axis can go (``expand_dims``). As in PyTorch, a 0-d tensor takes axis 0 or -1."""
+def _axis(x, axis: int, insert: int = 0) -> int:
+    """``axis`` of ``x`` as a non-negative index, counted from the end when negative; ``insert`` = 1 counts the
+    positions where a new axis can go (``expand_dims``), 1 − k those where a block of k axes can (``moveaxis``).
+    As in PyTorch, a 0-d tensor takes axis 0 or -1."""
     ndim = len(as_node(x).shape) + insert
     span = builtins.max(ndim, 1)
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not -span <= axis < span:
@@ -207,20 +214,23 @@ def logsumexp(x, axis=None, keepdims: bool = False):
 
 
 def var(x, axis=None, correction: int = 1, keepdims: bool = False):
-    """Σ(x − mean x)² / (n − ``correction``) over ``axis``, n the number of elements reduced: the unbiased
-    variance by default, the biased one with ``correction=0`` (as torch.var); inf or NaN when n ≤ correction.
-    Floating-point tensors only."""
+    """Σ(x − mean x)² / max(0, n − ``correction``) over ``axis``, n the number of elements reduced: the unbiased
+    variance by default, the biased one with ``correction=0`` (as torch.var); inf when n ≤ correction (NaN
+    where the squares sum to 0, and over an empty axis). Floating-point tensors only."""
     axes = _axes(x, axis)
     if isinstance(correction, bool) or not isinstance(correction, (int, float)):
         raise DTypeError(f"correction must be a number, not {type(correction).__name__} (at {user_source()})")
     deviation = x - mean(x, axes, keepdims=True)
     count = emit("size", x, axes=axes, dtype=as_node(x).dtype)
-    return sum(deviation * deviation, axes, keepdims) / (count - correction)
+    return sum(deviation * deviation, axes, keepdims) / maximum(count - correction, 0)
 
 
 def std(x, axis=None, correction: int = 1, keepdims: bool = False):
-    """√var(x, axis, correction) (as torch.std)."""
-    return sqrt(var(x, axis, correction, keepdims))
+    """√var(x, axis, correction) (as torch.std). Where the variance is 0 (a constant row) the gradient is 0, not
+    the 0 · ∞ = NaN of √'s derivative there (as torch's std_backward): √ is taken of 1 in its place."""
+    variance = var(x, axis, correction, keepdims)
+    constant = equal(variance, 0)
+    return where(constant, 0.0, sqrt(where(constant, 1.0, variance)))
 
 
 def argmax(x, axis=None, keepdims: bool = False):
@@ -259,15 +269,16 @@ def cumsum(x, axis: int):
 
 def sort(x, axis: int = -1, descending: bool = False):
     """(values, int64 indices) of ``x`` sorted along ``axis``, stably: equal elements keep their order, in
-    both directions (as torch.sort(stable=True)); NaN sorts as the largest. Only the values have a gradient,
-    sent back to the positions they came from."""
+    both directions (as torch.sort(stable=True)); NaN sorts as the largest; a 0-d tensor gives itself and index
+    0. Only the values have a gradient, sent back to the positions they came from."""
     return _sorted(x, axis, None, bool(descending))
 
 
 def topk(x, k: int, axis: int = -1, largest: bool = True):
     """(values, int64 indices) of the ``k`` largest (``largest=False``: smallest) elements along ``axis``, in
     sorted order, NaN as the largest; equal elements come in index order (as ONNX's TopK; torch.topk leaves the
-    order of ties unspecified). The values' gradient goes back to the chosen positions, 0 elsewhere."""
+    order of ties unspecified); a 0-d tensor takes k = 1 and gives itself and index 0, as torch. The values'
+    gradient goes back to the chosen positions, 0 elsewhere."""
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
         raise ShapeError(f"k must be an int >= 0, got {k!r} (at {user_source()})")
     return _sorted(x, axis, int(k), bool(largest))
@@ -275,9 +286,14 @@ def topk(x, k: int, axis: int = -1, largest: bool = True):
 
 def _sorted(x, axis, k, descending):
     """The first ``k`` (None: all) of the stably sorted values along ``axis`` and their indices: ``argsort``
-    on the last axis, and the values gathered through its indices (see core/prims/sort.py)."""
-    _not_scalar("sort", x)
+    on the last axis, and the values gathered through its indices (see core/prims/sort.py). A 0-d tensor is
+    sorted as a row of one (as PyTorch)."""
     ndim = len(as_node(x).shape)
+    if not ndim:
+        if k not in (None, 1):
+            raise ShapeError(f"the top {k} of a 0-d tensor: k must be 1 (at {user_source()})")
+        _axis(x, axis)
+        return tuple(reshape(out, ()) for out in _sorted(reshape(x, (1,)), 0, k, descending))
     axis, last = _axis(x, axis), ndim - 1
     x = moveaxis(x, axis, last)
     indices = emit("argsort", x, k=k, descending=descending)
@@ -331,7 +347,7 @@ def broadcast_to(x, shape: Sequence):
 
 def expand_dims(x, axis: int):
     shape = list(as_node(x).shape)
-    shape.insert(_axis(x, axis, insert=True), 1)
+    shape.insert(_axis(x, axis, insert=1), 1)
     return reshape(x, shape)
 
 
@@ -391,7 +407,7 @@ def stack(xs: Sequence, axis: int = 0):
     if len(shapes) > 1:
         raise ShapeError(f"stack takes tensors of one shape, got {', '.join(map(format_shape, shapes))} "
                          f"(at {user_source()})")
-    axis = _axis(xs[0], axis, insert=True)
+    axis = _axis(xs[0], axis, insert=1)
     return concat([expand_dims(x, axis) for x in xs], axis)
 
 
@@ -525,12 +541,31 @@ def take(x, indices, axis: int = 0):
     return moveaxis(reshape(rows, idx.shape + rest), tuple(range(len(idx.shape))), axis)
 
 
-def moveaxis(x, source, destination: int):
-    """Move axis (or the consecutive axes) ``source`` to position ``destination``."""
+def moveaxis(x, source, destination):
+    """Move the axes ``source`` (an int or a sequence) to the positions ``destination`` (as many), the other axes
+    keeping their order; negative axes count from the end (np.moveaxis, torch.movedim). An int ``destination``
+    for several sources is where the first of them lands, the rest following it (-1: they end the shape)."""
     ndim = len(as_node(x).shape)
-    source = tuple(_axis(x, a) for a in ((source,) if isinstance(source, (int, np.integer)) else source))
-    rest = [a for a in range(ndim) if a not in source]
-    return transpose(x, rest[:destination] + list(source) + rest[destination:])
+    source = _distinct_axes(x, source)
+    if isinstance(destination, (int, np.integer)) and not isinstance(destination, bool) and len(source) > 1:
+        start = _axis(x, destination, insert=1 - len(source))
+        destination = range(start, start + len(source))
+    destination = _distinct_axes(x, destination)
+    if len(source) != len(destination):
+        raise ShapeError(f"moveaxis takes as many destinations as sources, got {source} and {destination} "
+                         f"(at {user_source()})")
+    order = [a for a in range(ndim) if a not in source]
+    for to, axis in sorted(zip(destination, source)):
+        order.insert(to, axis)
+    return transpose(x, order)
+
+
+def _distinct_axes(x, axes) -> tuple[int, ...]:
+    """``axes`` (an int or a sequence) of ``x`` as non-negative indices, in their order; none repeated."""
+    axes = tuple(_axis(x, a) for a in ((axes,) if isinstance(axes, (int, np.integer)) else axes))
+    if len(set(axes)) != len(axes):
+        raise ShapeError(f"repeated axis in {axes} (at {user_source()})")
+    return axes
 
 
 def arange(x, axis: int = -1):
@@ -541,7 +576,9 @@ def arange(x, axis: int = -1):
 
 def relative_distance(q, k, max_distance: int):
     """(Tq, Tk) int64 indices clip(j − i, −k, k) + k of query i and key j (Shaw et al. 2018); the lengths
-    are the second-to-last axes of ``q`` and ``k``."""
+    are the second-to-last axes of ``q`` and ``k``; ``max_distance`` k is an int ≥ 0."""
+    if isinstance(max_distance, bool) or not isinstance(max_distance, (int, np.integer)) or max_distance < 0:
+        raise ShapeError(f"max_distance must be an int >= 0, got {max_distance!r} (at {user_source()})")
     return emit("relative_distance", q, k, max_distance=int(max_distance))
 
 

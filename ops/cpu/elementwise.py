@@ -183,8 +183,9 @@ def abs(x):
 
 @NanQuiet
 def clip(x, lo, hi):
-    """lo where x < lo, hi where x > hi, else x (NaN stays NaN); lo <= hi"""
-    return lo if x < lo else hi if x > hi else x
+    """min(max(x, lo), hi), as torch.clamp: hi everywhere when lo > hi; NaN stays NaN"""
+    y = lo if x < lo else x
+    return hi if y > hi else y
 
 
 @NanQuiet

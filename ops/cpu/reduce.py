@@ -59,7 +59,8 @@ def max(x, axes, keepdims):
 def min(x, axes, keepdims):
     """Minimum of x over `axes` (normalized, non-negative; () gives a copy); NaN if any is NaN."""
     flip = np.negative if np.asarray(x).dtype.kind == "f" else np.invert
-    return flip(max(flip(x), axes, keepdims))
+    out = max(flip(x), axes, keepdims)
+    return flip(out, out=out)        # in place: a 0-d result stays an array, not a NumPy scalar
 
 
 def logsumexp(x, axes, keepdims):

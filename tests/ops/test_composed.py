@@ -54,6 +54,27 @@ def test_var_and_std_with_a_correction_as_torch():
     gradcheck(lambda x: ag.sum(ag.std(x, -1) * np.linspace(-1, 1, 6).reshape(2, 3)), X).raise_if_failed()
 
 
+def test_var_and_std_divide_by_max_0_n_minus_correction_as_torch():
+    """torch.var(x, 1, correction=c) is Σ(x − mean)² / max(0, n − c): inf for n ≤ c (NaN where the squares sum to
+    0), NaN over an empty axis; torch.std is its root."""
+    x = np.array([[1.0, 2.0], [3.0, 5.0], [4.0, 4.0]])
+    var, std, empty = run(lambda x, e: (ag.var(x, 1, correction=5), ag.std(x, 1, correction=2), ag.var(e, 1)),
+                          x=x, e=np.zeros((2, 0)))
+    np.testing.assert_array_equal(var, [np.inf, np.inf, np.nan])
+    np.testing.assert_array_equal(std, [np.inf, np.inf, np.nan])
+    np.testing.assert_array_equal(empty, [np.nan, np.nan])
+
+
+def test_std_gradient_of_a_constant_row_is_zero_as_torch():
+    """torch.std(x, 1).sum().backward(): 0 on the constant row (std_backward masks where std = 0), else
+    (x − mean) / ((n − 1)·std), std = √(7/3) = 1.5275252316519465 for [1, 2, 4]."""
+    x = np.array([[2.0, 2.0, 2.0], [1.0, 2.0, 4.0]])
+    std, grad = ag.value_and_grad(lambda x: ag.sum(ag.std(x, 1)))(x)
+    np.testing.assert_allclose(std, 1.5275252316519465, rtol=1e-15)
+    np.testing.assert_allclose(grad, [[0.0, 0.0, 0.0], [-0.43643578047198484, -0.10910894511799625,
+                                                      0.5455447255899809]], rtol=1e-14)
+
+
 @pytest.mark.parametrize("reduction, want", [
     ("mean", 2.6797012160742653), ("sum", 10.718804864297061),
     ("none", [[5.304365208750783, 0.5671726725144042, 0.0], [3.3978600962394996, 0.0, 1.4494068867923744]])])

@@ -92,9 +92,28 @@ def test_clip_with_one_bound_leaves_the_other_side_open_as_torch_clamp():
     assert lower.tolist() == [-1, 0, 5] and upper.tolist() == [-5, 0, 1]
 
 
+def test_clip_with_crossed_bounds_gives_the_upper_one_everywhere_as_torch_clamp():
+    """torch.clamp(x, 3, 0) is min(max(x, 3), 0) = 0 everywhere; no gradient reaches x (x ≥ 3 and x ≤ 0 never
+    hold together), NaN stays NaN."""
+    x = np.array([-1.0, 1.0, 5.0, NAN])
+    y, dx = ag.value_and_grad(lambda x: ag.sum(ag.clip(x, 3, 0) * np.arange(4.0)))(x)
+    z = ag.trace(lambda x: ag.clip(x, 3, 0), x=ag.Input((4,), "float64")).compile()(x=x)
+    np.testing.assert_array_equal(z, [0.0, 0.0, 0.0, NAN])
+    np.testing.assert_array_equal(dx, [0.0, 0.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8])
+def test_clip_of_integers_keeps_their_dtype_as_torch_clamp(dtype):
+    """torch.clamp(torch.tensor([0, 1, 5, 100]), 1, 4) = [1, 1, 4, 4]; one bound open reaches the dtype's limit."""
+    x = np.array([0, 1, 5, 100], dtype)
+    both, lower = ag.trace(lambda x: (ag.clip(x, 1, 4), ag.clip(x, lo=2)), x=ag.Input((4,), dtype)).compile()(x=x)
+    assert both.dtype == lower.dtype == dtype
+    assert both.tolist() == [1, 1, 4, 4] and lower.tolist() == [2, 2, 5, 100]
+
+
 @pytest.mark.parametrize("lo, hi, error, message", [
-    (1.0, -1.0, TracingError, "lower bound 1.0 is above its upper bound -1.0"),
-    (np.ones(3), 1.0, DTypeError, "Python numbers or None, not ndarray"),
+    (None, None, TracingError, "clip needs at least one bound"),
+    (np.ones(3), 1.0, DTypeError, "Python numbers or None for a float32 tensor, not ndarray"),
     (True, 2.0, DTypeError, "not bool"),
     (0.0, "1", DTypeError, "not str"),
 ])
@@ -104,9 +123,11 @@ def test_clip_refuses_bounds_that_are_not_ordered_numbers_at_trace_time(lo, hi, 
 
 
 def test_sin_cos_rsqrt_silu_refuse_integer_tensors():
-    for op in (ag.sin, ag.cos, ag.rsqrt, ag.silu, lambda x: ag.clip(x, 0, 1)):
+    for op in (ag.sin, ag.cos, ag.rsqrt, ag.silu):
         with pytest.raises(DTypeError, match="floating-point"):
             ag.trace(op, x=ag.Input((3,), "int32"))
+    with pytest.raises(DTypeError, match="Python ints or None for a int32 tensor, not float"):
+        ag.trace(lambda x: ag.clip(x, 0.5, 1), x=ag.Input((3,), "int32"))
 
 
 def test_a_chain_of_the_new_ops_fuses_into_one_kernel_with_the_same_bits(rng):
@@ -184,6 +205,17 @@ def test_min_keeps_integer_and_boolean_dtypes_without_overflow():
     flags = np.array([[True, False], [True, True]])
     y = ag.trace(lambda f: ag.min(f, -1), f=ag.Input((2, 2), bool)).compile()(f=flags)
     assert y.dtype == np.bool_ and y.tolist() == [False, True]
+
+
+def test_min_of_every_element_is_a_0d_array_as_max_is():
+    """The kernel's 0-d result stays an array (numba's kernels index it with ()); torch.min(x) * 0.5 of
+    [3, 1, 2, 1] is 0.5, its gradient shared by the tied minima: [0, 0.25, 0, 0.25]."""
+    for x in (np.array(1.5, np.float32), np.array([3, 1, 2], np.int32)):
+        low = reduce.min(x, tuple(range(x.ndim)), False)
+        assert isinstance(low, np.ndarray) and low.shape == () and low.dtype == x.dtype
+    y, grad = ag.value_and_grad(lambda x: ag.min(x) * 0.5)(np.array([3.0, 1.0, 2.0, 1.0]))
+    assert y == 0.5 and grad.tolist() == [0.0, 0.25, 0.0, 0.25]
+    assert ag.trace(lambda x: ag.min(x) + 1.0, x=ag.Input(())).compile()(x=np.float32(1.5)) == 2.5
 
 
 def test_logsumexp_over_an_empty_axis_is_minus_infinity_and_min_has_no_value():

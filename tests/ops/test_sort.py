@@ -104,7 +104,7 @@ def test_indices_are_not_differentiable_and_integer_outputs_stop_the_gradient(rn
     (lambda x: ag.topk(x, -1), "k must be an int >= 0"),
     (lambda x: ag.topk(x, 1.5), "k must be an int >= 0"),
     (lambda x: ag.sort(x, axis=2), "axis 2 is out of range"),
-    (lambda x: ag.sort(ag.sum(x)), "at least one dimension"),
+    (lambda x: ag.topk(ag.sum(x), 2), "k must be 1"),
     (lambda x: ag.argmax(x[:, :0], 1), "axis of size 0"),
     (lambda x: ag.argmin(x, 3), "axis 3 is out of range"),
     (lambda x: ag.argmax(ag.sum(x), 1), "axis 1 is out of range"),
@@ -112,6 +112,17 @@ def test_indices_are_not_differentiable_and_integer_outputs_stop_the_gradient(rn
 def test_bad_arguments_raise_shape_errors_while_tracing(build, message):
     with pytest.raises(ShapeError, match=message):
         ag.trace(build, x=ag.Input((3, 5)))
+
+
+@pytest.mark.parametrize("op", [lambda x: ag.sort(x, descending=True), lambda x: ag.topk(x, 1, axis=-1)],
+                         ids=["sort", "topk"])
+def test_a_0d_tensor_sorts_to_itself_at_index_0_as_torch(op):
+    """torch.sort(torch.tensor(2.5)) and torch.topk(torch.tensor(2.5), 1) give (2.5, 0), both 0-d; the value's
+    gradient is 1."""
+    values, indices = run(op, x=np.array(2.5, np.float32))
+    assert values.shape == indices.shape == () and values == 2.5 and indices == 0 and indices.dtype == np.int64
+    _, grad = ag.value_and_grad(lambda x: op(x)[0] * 3.0)(np.array(2.5))
+    assert grad == 3.0
 
 
 def test_an_empty_axis_bound_at_run_time_raises_as_max_does():

@@ -61,6 +61,30 @@ def test_moveaxis_takes_negative_axes():
     np.testing.assert_array_equal(run(lambda x: ag.moveaxis(x, -1, 0), X), np.moveaxis(X, -1, 0))
 
 
+@pytest.mark.parametrize("source, destination", [
+    (1, -1), (1, -2), (1, -3), (-1, 1), ((0, 1), (-1, -2)), ((0, 2), (3, 0)), ([3, 1], [0, -1]), ((1, 2), (2, 1)),
+])
+def test_moveaxis_normalizes_negative_destinations_and_tuples_as_numpy(source, destination):
+    """np.moveaxis and torch.movedim: (2, 3, 4, 5) with axis 1 moved to -1 is (2, 4, 5, 3)."""
+    x = np.arange(120.0).reshape(2, 3, 4, 5)
+    np.testing.assert_array_equal(run(lambda x: ag.moveaxis(x, source, destination), x),
+                                  np.moveaxis(x, source, destination))
+
+
+@pytest.mark.parametrize("source, destination, message", [
+    ((0, 1), (1,), "as many destinations"), ((0, 0), (1, 2), "repeated axis"), (1, 4, "out of range"),
+])
+def test_moveaxis_refuses_mismatched_or_repeated_axes(source, destination, message):
+    with pytest.raises(ag.ShapeError, match=message):
+        run(lambda x: ag.moveaxis(x, source, destination), np.ones((2, 3, 4, 5)))
+
+
+@pytest.mark.parametrize("distance", [-2, 1.5, True])
+def test_relative_distance_refuses_a_max_distance_that_is_not_an_int_at_least_0(distance):
+    with pytest.raises(ag.ShapeError, match="max_distance must be an int >= 0"):
+        run(lambda q: ag.relative_distance(q, q, max_distance=distance), np.ones((3, 2)))
+
+
 # minimum: its own primitive, exact for every dtype; ties split the gradient as in torch.
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8])

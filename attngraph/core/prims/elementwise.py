@@ -145,8 +145,8 @@ define("rsqrt", unary_float, elementwise=True, flops=per_element(2),
        vjp=lambda g, y, x: (g * -0.5 * y * y * y,))
 define("silu", unary_float, elementwise=True, flops=per_element(7),
        vjp=lambda g, y, x: (g * silu_derivative(x),))
-define("clip", float_elementwise, elementwise=True, flops=per_element(2), vjp=clip_vjp,
-       doc="clip(x, lo, hi): x limited to [lo, hi], the bounds 0-d constants (functional.clip checks lo ≤ hi)")
+define("clip", elementwise, elementwise=True, flops=per_element(2), vjp=clip_vjp,
+       doc="clip(x, lo, hi): min(max(x, lo), hi), the bounds 0-d constants of x's dtype")
 define("erf", unary_float, elementwise=True, flops=per_element(10),
        vjp=lambda g, y, x: (g * (2 / math.sqrt(math.pi)) * F.exp(-x * x),))
 define("gelu", gelu_rule, flops=per_element(10), vjp=gelu_vjp,
