@@ -6,6 +6,8 @@
     attngraph export MODEL --onnx FILE [--dim T=128]   the forward graph as an ONNX model (the onnx extra)
     attngraph view MODEL [--out FILE.html] [--depth N] one HTML page: the graph to explore, attention weights
     attngraph check-grads MODEL                        gradcheck every parameter, tiny float64 configuration
+    attngraph train MODEL [--data TASK|FILE] [--steps N] [--out DIR] [--resume]
+                                                       train a registered model on its task (attngraph.demos.registered)
     attngraph demo [NAME] [demo options]               train a demo and write its pictures
     attngraph info                                     versions, threading, CUDA, graphviz
     attngraph warmup [--dtype float32]                 compile the kernels into numba's cache
@@ -119,6 +121,45 @@ def _check_grads(args) -> int:
     print(f"{len(report.entries)} parameters of {spec.name} (tiny, float64): "
           + ("all gradients match" if report.ok else "GRADIENT MISMATCH"))
     return 0 if report.ok else 1
+
+
+def _train(args) -> int:
+    """``attngraph train``: the checks of every argument, then ``demos.registered.train``."""
+    import json
+
+    from . import models
+    from .demos.common import Run
+    from .demos.registered import Data, train
+    from .errors import DataError
+    from .nn.init import manual_seed
+    from .train import checkpoint
+    spec = _spec(args)
+    keys = set(spec.batch(_model(args, spec, True), np.random.default_rng(0), 1))
+    try:
+        data = Data(spec, args.data, keys)
+    except DataError as e:
+        args.parser.error(str(e))
+    config = {**spec.defaults, **(spec.tiny if args.tiny else {}), **data.settings, **_config(args, spec.defaults)}
+    manual_seed(args.seed)
+    model = _built(args, models.get, spec.name, **config)
+    try:
+        data.check(model)
+    except DataError as e:
+        args.parser.error(f"--data {args.data}: {e}")
+    model_info = json.loads(json.dumps({"name": spec.name, "config": config, "data": data.name}))
+    saved = Path(args.out) / "checkpoint.npz"
+    if args.resume:
+        if not saved.is_file():
+            args.parser.error(f"--resume: no checkpoint at {saved}; train without --resume first")
+        metadata = checkpoint.read(saved).metadata
+        if metadata.get("model") != model_info:
+            args.parser.error(f"--resume: {saved} was trained as {metadata.get('model')}, not {model_info}: give the "
+                              "same MODEL, --tiny, --config and --data, or another --out")
+        if metadata["step"] >= args.steps:
+            args.parser.error(f"--steps {args.steps}: {saved} is at step {metadata['step']} already")
+    run = Run(args.parser, [*args.argv, "--out", str(args.out)])
+    train(run, spec, model, data, args.batch, args.lr, args.checkpoint_every or args.steps, args.resume, model_info)
+    return 0
 
 
 def _default_demo() -> str:
@@ -454,6 +495,21 @@ def _setting(text: str) -> tuple[str, object]:
         return key, value
 
 
+def _learning_rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive learning rate, got {text!r}")
+    return value
+
+
+def _task_names() -> list[str]:
+    from .train.data import TASKS
+    return list(TASKS)
+
+
 def _dim(text: str) -> tuple[str, int]:
     key, value = _setting(text)
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -514,6 +570,26 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("--view", choices=("forward", "backward", "both"), default="forward")
     sub = command("check-grads", _check_grads, "gradcheck every parameter of a tiny float64 configuration")
     model_options(sub)
+    sub = command("train", _train, "train a registered model on its task; writes checkpoints, metrics, curves and "
+                                   "pictures as the demos do (mpiexec -n N attngraph train: data parallel)",
+                  epilog="DATA: 'task' (the model's own), a task name (" + ", ".join(_task_names()) + ") for a "
+                         "model reading src, tgt_in, tgt_out or tokens, targets, or a UTF-8 text file for a "
+                         "character language model (tokens, targets).")
+    sub.add_argument("model", metavar="MODEL", help="a registry name or path/to/file.py:NAME (a ModelSpec)")
+    sub.add_argument("--config", type=_setting, action="append", default=[], metavar="KEY=VALUE",
+                     help="change a setting of the model (repeatable)")
+    sub.add_argument("--tiny", action="store_true", help="start from the model's tiny configuration")
+    sub.add_argument("--data", metavar="DATA", help="what to train on (default: task; see below)")
+    sub.add_argument("--steps", type=positive_int, default=1000, help="optimizer steps in all (default: 1000)")
+    sub.add_argument("--batch", type=positive_int, default=32, help="examples per step (default: 32)")
+    sub.add_argument("--lr", type=_learning_rate, default=1e-3, help="Adam's peak learning rate (default: 1e-3)")
+    sub.add_argument("--out", type=Path, help="output folder (default: runs/MODEL)")
+    sub.add_argument("--checkpoint-every", type=positive_int, metavar="N",
+                     help="save OUT/checkpoint.npz every N steps (default: at the end only)")
+    sub.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.npz to --steps in all")
+    sub.add_argument("--seed", type=seed, default=0, help="seed of the initialization, the batches and dropout")
+    sub.add_argument("--threads", type=positive_int, default=1,
+                     help="CPU threads for numba's kernels and BLAS (default: 1; see attngraph.demos.common)")
     sub = command("demo", _demo, "train a demo model and write its pictures", epilog=_demo_list(),
                   formatter_class=argparse.RawDescriptionHelpFormatter)
     sub.add_argument("name", nargs="?", help=f"which demo (default: {_default_demo()}; see below)")
@@ -537,6 +613,8 @@ def main(argv=None) -> int:
             args.config = dict(args.config)
         if hasattr(args, "dim"):
             args.dim = dict(args.dim)
+        if args.command == "train":
+            args.argv, args.out = argv[1:], args.out or Path("runs") / args.model.rpartition(":")[2]
         return args.run(args)
     except SystemExit as e:                 # argparse's usage errors (2) and --help (0)
         return e.code if isinstance(e.code, int) else 2

@@ -114,13 +114,18 @@ class Run:
         return np.random.default_rng([self.seed, stream])
 
     def train(self, model, loss_fn: Callable, optimizer, batches: Callable[[np.random.Generator], dict],
-              steps: int | None = None, **options) -> Trainer:
+              steps: int | None = None, resume: Path | None = None, **options) -> Trainer:
         """Train with ``attngraph.train.Trainer`` (``options`` are its keyword arguments) for ``--steps``
         steps; logs every step to train.jsonl. The trainer shows its progress and the kernels numba compiles
-        (on a first run, in the first step): a bar on terminals, lines on stderr otherwise."""
+        (on a first run, in the first step): a bar on terminals, lines on stderr otherwise. ``resume``: a
+        checkpoint of this run to continue from; train.jsonl keeps its records up to the checkpoint's step."""
         metrics_path = self.path("train.jsonl")
-        metrics_path.unlink(missing_ok=True)            # the trainer appends
         self.trainer = Trainer(model, loss_fn, optimizer, metrics_path=metrics_path, seed=self.seed, **options)
+        if resume is not None:
+            self.trainer.load(resume)
+        kept = _records(metrics_path, self.trainer.step)
+        metrics_path.write_text("".join(json.dumps(r) + "\n" for r in kept))     # the trainer appends
+        self.trainer.history = kept
         started = time.perf_counter()
         self.trainer.fit(batches, self.args.steps if steps is None else steps)
         self.train_seconds += time.perf_counter() - started
@@ -322,6 +327,14 @@ def log_count_ratio(ids: np.ndarray, labels: np.ndarray, vocab: int, alpha: floa
     ratio = np.log(p / p.sum()) - np.log(q / q.sum())
     ratio[:2] = 0
     return (ratio / ratio.std()).astype(np.float32)
+
+
+def _records(path: Path, step: int) -> list[dict]:
+    """The records of the metrics file ``path`` up to ``step`` (none for step 0, or without a file)."""
+    if step == 0 or not path.exists():
+        return []
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [r for r in records if r["step"] <= step]
 
 
 def _ema(values: np.ndarray, decay: float) -> np.ndarray:
