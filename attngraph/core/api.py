@@ -1,5 +1,8 @@
 """Entry points: ``trace`` turns a function or module into a graph; ``value_and_grad`` differentiates a
-function of NumPy arrays, tracing and compiling once per input signature (as ``jax.value_and_grad``)."""
+function of NumPy arrays, tracing and compiling once per input signature (as ``jax.value_and_grad``).
+
+Every way into execution goes through ``executor.compile``, which optimizes the graph unless debug mode is on:
+``value_and_grad`` and gradcheck's executables run the same schedule as ``graph.compile()`` and the Trainer."""
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -8,7 +11,8 @@ import numpy as np
 
 from ..errors import DTypeError, TracingError
 from .autodiff import gradients
-from .executor import Executable
+from . import debug
+from .executor import Executable, compile
 from .graph import Graph
 from .functional import Tensor, as_node
 from .tracing import Input, add_node, add_output, building
@@ -70,10 +74,10 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
             if arrays[i].dtype.kind != "f":
                 raise DTypeError(f"argnums {argnums}: argument {i} is {arrays[i].dtype}; only floating-point "
                                  "arguments can be differentiated (cast it with .astype(np.float32))")
-        signature = tuple((a.shape, a.dtype.str) for a in arrays)
+        signature = (debug.enabled(), *((a.shape, a.dtype.str) for a in arrays))
         executable = executables.get(signature)
         if executable is None:
-            executable = executables[signature] = Executable(_grad_graph(fn, arrays, nums))
+            executable = executables[signature] = compile(_grad_graph(fn, arrays, nums))
         value, *grads = executable(**{f"arg{i}": a for i, a in enumerate(arrays)})
         return value, grads[0] if isinstance(argnums, int) else tuple(grads)
 

@@ -56,7 +56,8 @@ from .prims.fused import first_nonfinite
 def compile(graph: Graph, device: str = "cpu", seed: int | None = None) -> "Executable":
     """A callable running ``graph`` on ``device``: ``graph.compile()(x=...)``; ``seed`` seeds its dropout masks
     (see ``Executable``). The graph is optimized first (``core.passes``: folding, CSE, fusion, dead code), unless
-    debug mode is on, which runs the graph as traced."""
+    debug mode is on, which runs the graph as traced. The one place that decides: every entry point
+    (``graph.compile``, ``value_and_grad``, the Trainer, gradcheck) makes its executables here."""
     return Executable(graph if debug.enabled() else optimize(graph), device, seed)
 
 

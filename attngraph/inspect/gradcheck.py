@@ -5,7 +5,8 @@
     report.raise_if_failed()
 
 An element passes when |analytic − numeric| ≤ atol + rtol·|numeric|; the numeric derivative is
-(f(x + ε) − f(x − ε)) / 2ε, exact to O(ε²) for smooth functions.
+(f(x + ε) − f(x − ε)) / 2ε, exact to O(ε²) for smooth functions. Both sides run compiled as a training step
+does (``executor.compile``: optimized, or as traced in debug mode), so that the check covers the passes too.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..core.api import _grad_graph, _input
-from ..core.executor import Executable
+from ..core.executor import compile
 from ..core.graph import Graph
 from ..core.functional import as_node
 from ..core.tracing import add_output, building
@@ -56,9 +57,9 @@ def gradcheck(fn: Callable, *args, argnums: Sequence[int] | None = None, eps: fl
     arrays = [np.asarray(a, np.float64) if np.asarray(a).dtype.kind == "f" else np.asarray(a) for a in args]
     nums = tuple(i for i, a in enumerate(arrays) if a.dtype.kind == "f") if argnums is None else tuple(argnums)
     feeds = {f"arg{i}": a for i, a in enumerate(arrays)}
-    value_and_grads = Executable(_grad_graph(fn, arrays, nums))
+    value_and_grads = compile(_grad_graph(fn, arrays, nums))
     _, *analytic = value_and_grads(**feeds)
-    forward = Executable(_forward_graph(fn, arrays))
+    forward = compile(_forward_graph(fn, arrays))
     entries = []
     for i, exact in zip(nums, analytic):
         numeric = _central_differences(lambda: float(forward(**feeds)), arrays[i], eps)
@@ -73,9 +74,9 @@ def gradcheck_parameters(loss: Callable, module, *args, eps: float = 1e-6, atol:
     arrays = [np.asarray(a) for a in args]
     feeds = {f"arg{i}": a for i, a in enumerate(arrays)}
     graph = _forward_graph(loss, arrays, root=module)
-    with_grads = Executable(graph.grad())
+    with_grads = compile(graph.grad())
     exact = dict(zip(with_grads.output_names, with_grads(**feeds)))
-    forward = Executable(graph)
+    forward = compile(graph)
     return GradcheckReport([
         _compare(name, exact[f"grad:{name}"],
                  _central_differences(lambda: float(forward(**feeds)), node.value.data, eps), atol, rtol)
