@@ -25,6 +25,10 @@ with m the row maximum of the scores; 1/l scales rows of Oₜ, dOₜ and dS inst
 The softmax is exact per tile rather than online (Dao et al.'s running maximum and rescaling): a tile
 keeps its BQ × Tk exponentials in a per-thread buffer (1 MiB at Tk = 4096), so the backward recomputes
 them bit for bit from Q and K and needs neither the log-sum-exp nor a second output of the forward.
+
+For attention split over blocks of keys (ring attention, ``ops/cpu/ring.py``) ``attention_lse`` also returns each
+row's log-sum-exp L = m + log l, by which blocks merge exactly, and ``attention_block_backward`` is the backward
+of one block given the rows' L and D over all blocks: there P = E_c · exp(m − L) replaces E_c / l.
 Memory is that buffer per thread, plus the O(N·T·d) inputs and outputs; causal tiles skip the keys past
 their last query's diagonal.
 
@@ -98,13 +102,22 @@ def attention(q, k, v, mask=None, causal=False, scale=None, bias=None, layout="b
     ``layout="bthd"`` the heads' axis follows the tokens': q (..., Tq, H, d), k (..., Tk, H, d), v (..., Tk, H, dv)
     and the output (..., Tq, H, dv), read and written in place; the mask and bias still broadcast to
     (..., H, Tq, Tk)."""
+    return attention_lse(q, k, v, mask, causal, scale, bias, layout)[0]
+
+
+def attention_lse(q, k, v, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):
+    """(o, L): ``attention``'s output and each query's log-sum-exp L = log Σ_j exp(z_j) over the keys it sees
+    (z = scale · q kᵀ + bias), shaped as o without its features: (..., Tq), or (..., Tq, H) for "bthd"; −inf for a
+    query that sees no key (its output 0). Attention over the keys split in blocks b merges exactly:
+    o = Σ_b exp(L_b − L) o_b with L = log Σ_b exp(L_b) (``ops.cpu.ring.merge``; Milakov & Gimelshein 2018)."""
     q4, k4, v4, masking, scale, bk = _prepare(q, k, v, mask, causal, scale, bias, layout)
     (n, tq, h, _), dv = q4.shape, v4.shape[-1]
     o = np.zeros((n, tq, h, dv), q4.dtype)
+    lse = np.full((n, tq, h), -np.inf, q4.dtype)
     tiles = (tq + _BQ - 1) // _BQ
-    in_threads(_forward_tiles, n * h * tiles, q4, k4, v4, o, *masking, scale, bk, np.finfo(q4.dtype).min,
+    in_threads(_forward_tiles, n * h * tiles, q4, k4, v4, o, lse, *masking, scale, bk, np.finfo(q4.dtype).min,
                work=q4.size)
-    return o.reshape(np.shape(q)[:-1] + (dv,))
+    return o.reshape(np.shape(q)[:-1] + (dv,)), lse.reshape(np.shape(q)[:-1])
 
 
 def attention_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):
@@ -115,6 +128,25 @@ def attention_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=
 
     (one array, so that a graph node can hold all three; for self-attention each is a contiguous view); with
     ``layout="bthd"``, (3, ..., max(Tq, Tk), H, max(d, dv)) and dq = grads[0, ..., :Tq, :, :d] and so on."""
+    return _stacked_backward(g, o, None, q, k, v, mask, causal, scale, bias, layout)
+
+
+def attention_block_backward(g, q, k, v, lse, delta, mask=None, causal=False, scale=None, bias=None,
+                             layout="bhtd"):
+    """The gradients (stacked as ``attention_backward``'s) of one block of keys of a larger attention, whose
+    queries' log-sum-exp over all its keys is ``lse`` and whose D = rowsum(dO ∘ O) − dL is ``delta`` (both
+    shaped as ``attention_lse``'s L; dL the gradient reaching L, if any): with P = exp(z − L) over the block,
+    dV = Pᵀ dO, dZ = P ∘ (dO Vᵀ − D), dQ = scale · dZ K, dK = scale · dZᵀ Q (FlashAttention-2, Dao 2023). The
+    blocks' gradients sum to the whole attention's; a row with L = −inf gets none."""
+    rows = np.shape(q)[:-1]
+    if np.shape(lse) != rows or np.shape(delta) != rows:
+        raise ValueError(f"attention_block_backward needs lse and delta shaped {rows}, the queries' rows; got "
+                         f"{np.shape(lse)} and {np.shape(delta)}")
+    return _stacked_backward(g, None, (lse, delta), q, k, v, mask, causal, scale, bias, layout)
+
+
+def _stacked_backward(g, o, rows, q, k, v, mask, causal, scale, bias, layout):
+    """dq, dk, dv stacked (``attention_backward``), from the output o or from the rows' given (L, D)."""
     q, k, v = _checked(q, k, v, layout)
     (tq, tk), d, dv = lengths(q.shape, k.shape, layout), q.shape[-1], v.shape[-1]
     stacked = q.shape[:-2] + (max(tq, tk), max(d, dv)) if layout == "bhtd" else \
@@ -122,8 +154,10 @@ def attention_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=
     grads = np.zeros((3,) + stacked, q.dtype)
     dq, dk, dv = (_heads(grads[i], layout)[:, :length, :, :width]
                   for i, (length, width) in enumerate(((tq, d), (tk, d), (tk, dv))))
-    _backward(g, o, q, k, v, mask, causal, scale, bias, layout, dq, dk, dv, np.zeros((0, tq, tk), q.dtype))
+    _backward(g, o, rows, q, k, v, mask, causal, scale, bias, layout, dq, dk, dv, np.zeros((0, tq, tk), q.dtype))
     return grads
+
+
 
 
 def attention_bias_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):
@@ -133,16 +167,20 @@ def attention_bias_backward(g, o, q, k, v, mask=None, causal=False, scale=None, 
     scores = scores_shape(q.shape, k.shape, layout)
     dz = np.zeros((math.prod(scores[:-2]),) + scores[-2:], q.dtype)
     none = np.zeros((0,) + scores[-2:-1] + (1, 1), q.dtype)
-    _backward(g, o, q, k, v, mask, causal, scale, bias, layout, none, none, none, dz)
+    _backward(g, o, None, q, k, v, mask, causal, scale, bias, layout, none, none, none, dz)
     return dz.reshape(scores)
 
 
-def _backward(g, o, q, k, v, mask, causal, scale, bias, layout, dq, dk, dv, dz):
-    """Run ``_backward_heads`` over the (batch, head) pairs in threads."""
+def _backward(g, o, rows, q, k, v, mask, causal, scale, bias, layout, dq, dk, dv, dz):
+    """Run ``_backward_heads`` over the (batch, head) pairs in threads: D from the output o, or the rows' (L, D)
+    given (``attention_block_backward``), each then as (batch, T, heads, 1)."""
     q, k, v, masking, scale, bk = _prepare(q, k, v, mask, causal, scale, bias, layout)
-    g, o = (_heads(np.ascontiguousarray(a, q.dtype), layout) for a in (g, o))
-    in_threads(_backward_heads, q.shape[0] * q.shape[2], q, k, v, g, o, dq, dk, dv, dz, *masking, scale, bk,
-               np.finfo(q.dtype).min, work=q.size)
+    g = _heads(np.ascontiguousarray(g, q.dtype), layout)
+    none = np.zeros((0, 1, 1, 1), q.dtype)
+    o, lse, delta = (_heads(np.ascontiguousarray(o, q.dtype), layout), none, none) if rows is None else \
+        (none, *(np.ascontiguousarray(x, q.dtype).reshape(q.shape[:3] + (1,)) for x in rows))
+    in_threads(_backward_heads, q.shape[0] * q.shape[2], q, k, v, g, o, lse, delta, dq, dk, dv, dz, *masking, scale,
+               bk, np.finfo(q.dtype).min, work=q.size)
 
 
 def _checked(q, k, v, layout):
@@ -195,17 +233,17 @@ def _add(total, part):
 
 @njit(fastmath=mathfn.FASTMATH, cache=True)
 def _exponentials(q, k, end, first, tq, tk, allowed_rows, allowed_index, bias_rows, bias_index, causal, scale,
-                  lowest, bk, e, inverse):
+                  lowest, bk, e, m, inverse):
     """The unnormalized softmax of the query tile q (rows × d) — queries first, first + 1, ... of tq — over
     the first ``end`` of the tk keys k (tk × d), in chunks:
     e = exp(z − row max) for z = scale · q kᵀ + bias, 0 where a key takes no part, written chunk by chunk
     (e[c, :rows · w] is the rows × w block of keys c·bk ≤ j < c·bk + w, w = min(bk, end − c·bk)), and
-    inverse = 1 / rowsum(e) (0 for a row with no key, and for a NaN row, whose e is NaN where it sees a key).
-    Returns the number of chunks."""
+    inverse = 1 / rowsum(e) (0 for a row with no key, and for a NaN row, whose e is NaN where it sees a key),
+    m = the rows' shifts (so that a row's log-sum-exp is m + log rowsum(e)). Returns the number of chunks."""
     rows = q.shape[0]
     chunks = (end + bk - 1) // bk
     zero = e.dtype.type(0)
-    m = np.full(rows, lowest, e.dtype)
+    m[:rows] = lowest
     for c in range(chunks):
         j0 = c * bk
         w = min(bk, end - j0)
@@ -256,16 +294,18 @@ def _scatter(part, x, b, h, t0):
 
 
 @njit(nogil=True, fastmath=mathfn.FASTMATH, cache=True)
-def _forward_tiles(start, stop, q, k, v, o, allowed_rows, allowed_index, bias_rows, bias_index, causal, scale, bk,
-                   lowest):
-    """o[b, i, h] = Σ_j e[n, i, j] v[b, j, h] / Σ_j e[n, i, j], n = b·heads + h, for the (n, query tile) pairs
-    start ≤ t < stop; a head's keys and values are gathered once per run of its tiles"""
+def _forward_tiles(start, stop, q, k, v, o, lse, allowed_rows, allowed_index, bias_rows, bias_index, causal, scale,
+                   bk, lowest):
+    """o[b, i, h] = Σ_j e[n, i, j] v[b, j, h] / Σ_j e[n, i, j], n = b·heads + h, and the log-sum-exp
+    lse[b, i, h] = m + log Σ_j e[n, i, j] (left as it is, −inf, for a row with no key; NaN for a NaN row), for the
+    (n, query tile) pairs start ≤ t < stop; a head's keys and values are gathered once per run of its tiles"""
     tq, heads, d = q.shape[1:]
     tk, dv = v.shape[1], v.shape[3]
     tiles = (tq + _BQ - 1) // _BQ
     e = np.empty(((tk + bk - 1) // bk, _BQ * bk), q.dtype)
     keys, values, queries = np.empty((tk, d), q.dtype), np.empty((tk, dv), q.dtype), np.empty((tq, d), q.dtype)
     inverse, part, out = np.empty(_BQ, q.dtype), np.empty((_BQ, dv), q.dtype), np.empty((_BQ, dv), q.dtype)
+    m = np.empty(_BQ, q.dtype)
     loaded = -1
     for t in range(start, stop):
         n, i0 = t // tiles, (t % tiles) * _BQ
@@ -281,7 +321,7 @@ def _forward_tiles(start, stop, q, k, v, o, allowed_rows, allowed_index, bias_ro
             loaded = n
         rows_of = slice(n * tq + i0, n * tq + i1)
         chunks = _exponentials(queries[i0:i1], keys, end, i0, tq, tk, allowed_rows, allowed_index[rows_of],
-                               bias_rows, bias_index[rows_of], causal, scale, lowest, bk, e, inverse)
+                               bias_rows, bias_index[rows_of], causal, scale, lowest, bk, e, m, inverse)
         out[:rows] = 0
         for c in range(chunks):
             j0 = c * bk
@@ -291,6 +331,7 @@ def _forward_tiles(start, stop, q, k, v, o, allowed_rows, allowed_index, bias_ro
         for r in range(rows):
             for f in range(dv):
                 out[r, f] *= inverse[r]
+            lse[b, i0 + r, h] = m[r] - math.log(inverse[r]) if inverse[r] > 0 else m[r] - math.inf
         _scatter(out[:rows], o, b, h, i0)
 
 
@@ -308,6 +349,19 @@ def _tile_deltas(g, o, inverse, delta, g_scaled):
 
 
 @njit(fastmath=mathfn.FASTMATH, cache=True)
+def _given_deltas(g, m, lse, given, inverse, delta, g_scaled):
+    """For a query tile's output gradient g, row shifts m and given rows' L and D: the factor of e in
+    P = e · exp(m − L) as ``inverse`` (0 for a row that sees no key of the block, or has L = −inf), delta = D
+    where the row sees a key, and g_scaled = g · exp(m − L)."""
+    zero = g.dtype.type(0)
+    for r in range(g.shape[0]):
+        inverse[r] = mathfn.exp(m[r] - lse[r, 0]) if inverse[r] > zero and lse[r, 0] > -math.inf else zero
+        delta[r] = given[r, 0] if inverse[r] != zero else zero
+        for f in range(g.shape[1]):
+            g_scaled[r, f] = g[r, f] * inverse[r]
+
+
+@njit(fastmath=mathfn.FASTMATH, cache=True)
 def _score_grads(ec, dp, inverse, delta, factor, out):
     """out = factor · P ∘ (dp − delta) for a chunk's exponentials ec (P = ec / l, rows × w)"""
     for r in range(ec.shape[0]):
@@ -317,11 +371,12 @@ def _score_grads(ec, dp, inverse, delta, factor, out):
 
 
 @njit(nogil=True, fastmath=mathfn.FASTMATH, cache=True)
-def _backward_heads(start, stop, q, k, v, g, o, dq, dk, dv, dz, allowed_rows, allowed_index, bias_rows, bias_index,
-                    causal, scale, bk, lowest):
+def _backward_heads(start, stop, q, k, v, g, o, lse, delta_given, dq, dk, dv, dz, allowed_rows, allowed_index,
+                    bias_rows, bias_index, causal, scale, bk, lowest):
     """For the (batch, head) pairs n = b·heads + h, start ≤ n < stop, write dq, dk, dv (b, :, h) when they are
     given (not empty), and dz[n] = P ∘ (dO Vᵀ − D) when it is. With P = e / l: dV += eᵀ (dO / l) and
-    dS = scale · dZ = (scale / l) · e ∘ (dO Vᵀ − D). The head's q, k, v, dO and O are gathered first."""
+    dS = scale · dZ = (scale / l) · e ∘ (dO Vᵀ − D). The head's q, k, v, dO and O are gathered first; when the
+    rows' L and D are given instead of O (not empty), P = e · exp(m − L) (``_given_deltas``)."""
     tq, heads, d = q.shape[1:]
     tk, dvalue = k.shape[1], v.shape[3]
     weights, scores = dq.shape[0] > 0, dz.shape[0] > 0
@@ -331,11 +386,18 @@ def _backward_heads(start, stop, q, k, v, g, o, dq, dk, dv, dz, allowed_rows, al
     inverse, delta, g_scaled = np.empty(_BQ, q.dtype), np.empty(_BQ, q.dtype), np.empty((_BQ, dvalue), q.dtype)
     qh, kh, vh = np.empty((tq, d), q.dtype), np.empty((tk, d), q.dtype), np.empty((tk, dvalue), q.dtype)
     gh, oh = np.empty((tq, dvalue), q.dtype), np.empty((tq, dvalue), q.dtype)
+    given, m = lse.shape[0] > 0, np.empty(_BQ, q.dtype)
+    lh, deltah = np.empty((tq, 1), q.dtype), np.empty((tq, 1), q.dtype)
     dqh, dkh, dvh = np.empty((tq, d), q.dtype), np.empty((tk, d), q.dtype), np.empty((tk, dvalue), q.dtype)
     for n in range(start, stop):
         b, h = n // heads, n % heads
-        for x, head in ((q, qh), (k, kh), (v, vh), (g, gh), (o, oh)):
+        for x, head in ((q, qh), (k, kh), (v, vh), (g, gh)):
             _gather(x, b, h, head)
+        if given:
+            _gather(lse, b, h, lh)
+            _gather(delta_given, b, h, deltah)
+        else:
+            _gather(o, b, h, oh)
         dqh[:], dkh[:], dvh[:] = 0, 0, 0
         for i0 in range(0, tq, _BQ):
             i1 = min(i0 + _BQ, tq)
@@ -344,8 +406,11 @@ def _backward_heads(start, stop, q, k, v, g, o, dq, dk, dv, dz, allowed_rows, al
                 continue
             rows_of = slice(n * tq + i0, n * tq + i1)
             chunks = _exponentials(qh[i0:i1], kh, end, i0, tq, tk, allowed_rows, allowed_index[rows_of], bias_rows,
-                                   bias_index[rows_of], causal, scale, lowest, bk, e, inverse)
-            _tile_deltas(gh[i0:i1], oh[i0:i1], inverse, delta, g_scaled)
+                                   bias_index[rows_of], causal, scale, lowest, bk, e, m, inverse)
+            if given:
+                _given_deltas(gh[i0:i1], m, lh[i0:i1], deltah[i0:i1], inverse, delta, g_scaled)
+            else:
+                _tile_deltas(gh[i0:i1], oh[i0:i1], inverse, delta, g_scaled)
             for c in range(chunks):
                 j0 = c * bk
                 w = min(bk, end - j0)

@@ -1,0 +1,182 @@
+"""Ring attention (Liu et al. 2023, "Ring Attention with Blockwise Transformers"): self-attention over a sequence
+split across the ranks of a communicator, each rank holding its queries, keys and values, the keys and values
+passing from rank to rank around the ring while each rank attends its queries to the block it holds.
+
+Rank r holds the tokens of its *pieces*, contiguous ranges of the T positions: with ``split="contiguous"`` the
+r-th of W nearly equal ranges; with ``split="zigzag"`` the r-th and (2W − 1 − r)-th of 2W ranges, so that under a
+causal mask every rank has the same work (Brandon et al. 2023, "Striped Attention", and the zigzag layout of
+ring-flash-attention). ``pieces`` gives them; the ranges' lengths differ by at most one when W does not divide T.
+
+Forward, at step s = 0 … W − 1 rank r holds the keys and values of rank (r − s) mod W and, for each of its query
+pieces against each of that block's key pieces, runs the fused kernel (``attention_lse``): a key piece wholly in
+the queries' past is attended in full, the same piece causally (its diagonal), one in the future is skipped
+(only with ``causal``; without it every pair is full). The blocks' outputs merge exactly by their rows'
+log-sum-exp (``merge``): o = Σ_b exp(L_b − L) o_b, L = log Σ_b exp(L_b). While a block is computed the next one
+is already on its way (Isend / Irecv before the kernels, waited for after them).
+
+Backward (FlashAttention-2's, per block): D = rowsum(dO ∘ O) − dL with the final L, then the same walk around the
+ring, each block's dK and dV travelling with it and summing every rank's share; after the last step they take
+one more hop home. ``attention_block_backward`` recomputes each block's probabilities from the global L.
+
+The communicator is duck-typed on mpi4py's: ``Get_rank``, ``Get_size``, ``allgather`` (the ranks' lengths,
+once per call) and ``Isend`` / ``Irecv`` of NumPy buffers returning requests with ``Wait``. Every rank must make
+the same calls in the same order, as the one compiled graph on each rank does. The arrays are host (NumPy)
+arrays: on CUDA the blocks' kernels exist (``ops/cuda/attention.py``: ``attention_lse``,
+``attention_block_backward``) but no ring yet.
+"""
+import numpy as np
+
+from ops.cpu.attention import LAYOUTS, attention_block_backward, attention_lse
+
+SPLITS = ("contiguous", "zigzag")
+
+
+def pieces(length: int, size: int, split: str = "contiguous") -> list[list[tuple[int, int]]]:
+    """Each rank's ranges [start, stop) of the positions 0 … length − 1, in the order its shard holds them."""
+    if split not in SPLITS:
+        raise ValueError(f"ring attention's split must be one of {SPLITS}, got {split!r}")
+    parts = size if split == "contiguous" else 2 * size
+    ends = np.cumsum([0] + [length // parts + (i < length % parts) for i in range(parts)]).tolist()
+    ranges = list(zip(ends[:-1], ends[1:]))
+    return [[ranges[r]] if split == "contiguous" else [ranges[r], ranges[parts - 1 - r]] for r in range(size)]
+
+
+def merge(o, lse, o_block, lse_block):
+    """The attention of queries over two sets of keys, (o, L), from each set's (o, L): exact, and 0 with
+    L = −inf for a row that sees no key in either."""
+    total = np.logaddexp(lse, lse_block)
+    shift = np.where(np.isfinite(total), total, 0)
+    return (np.exp(lse - shift)[..., None] * o + np.exp(lse_block - shift)[..., None] * o_block), total
+
+
+def ring_attention(q, k, v, comm, causal=False, scale=None, layout="bhtd", split="contiguous"):
+    """(o, L) of this rank's queries q over the keys k and values v of every rank (see the module's docstring);
+    q, k, v are this rank's shard (the same positions for the three), in ``attention``'s layouts."""
+    ring = _Ring(comm, q, k, layout, split)
+    o = np.zeros(q.shape[:-1] + v.shape[-1:], q.dtype)
+    lse = np.full(q.shape[:-1], -np.inf, q.dtype)
+    block = (k, v)
+    for step in range(ring.size):
+        arriving = ring.shift(block, step) if step < ring.size - 1 else None
+        for rows, keys, diagonal in ring.pairs(step, causal):
+            o_block, lse_block = attention_lse(q[rows], block[0][keys], block[1][keys], None, diagonal, scale,
+                                               None, layout)
+            o[rows], lse[rows] = merge(o[rows], lse[rows], o_block, lse_block)
+        block = arriving() if arriving else block
+    return o, lse
+
+
+def ring_attention_backward(g, o, lse, q, k, v, comm, causal=False, scale=None, layout="bhtd", split="contiguous",
+                            g_lse=None):
+    """(dq, dk, dv) of this rank's shard for the output gradient g (and ``g_lse`` reaching L, if any), from
+    ``ring_attention``'s (o, L)."""
+    ring = _Ring(comm, q, k, layout, split)
+    delta = np.einsum("...f,...f->...", g, o) - (0 if g_lse is None else g_lse)
+    dq = np.zeros_like(q)
+    block, grads = (k, v), (np.zeros_like(k), np.zeros_like(v))
+    for step in range(ring.size):
+        arriving = ring.shift(block, step) if step < ring.size - 1 else None
+        for rows, keys, diagonal in ring.pairs(step, causal):
+            parts = attention_block_backward(g[rows], q[rows], block[0][keys], block[1][keys], lse[rows],
+                                             delta[rows], None, diagonal, scale, None, layout)
+            dq_block, dk_block, dv_block = unstack(parts, q[rows], block[0][keys], block[1][keys], layout)
+            dq[rows] += dq_block
+            grads[0][keys] += dk_block
+            grads[1][keys] += dv_block
+        grads = ring.shift(grads, step, tag=2)() if ring.size > 1 else grads
+        block = arriving() if arriving else block
+    return (dq,) + grads
+
+
+def unstack(grads, q, k, v, layout="bhtd"):
+    """dq, dk, dv: views of the stacked gradients of ``attention_backward`` for q, k, v."""
+    heads = () if layout == "bhtd" else (slice(None),)
+    return tuple(grads[(i, Ellipsis, slice(0, x.shape[-2 if layout == "bhtd" else -3])) + heads +
+                       (slice(0, x.shape[-1]),)] for i, x in enumerate((q, k, v)))
+
+
+class _Ring:
+    """One call's ring: this rank, its neighbours and every rank's pieces (checked against the lengths held)."""
+
+    def __init__(self, comm, q, k, layout, split):
+        if layout not in LAYOUTS:
+            raise ValueError(f"attention layout must be one of {LAYOUTS}, got {layout!r}")
+        self.comm, self.layout = comm, layout
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self.axis = q.ndim - (2 if layout == "bhtd" else 3)
+        if q.shape[self.axis] != k.shape[self.axis]:
+            raise ValueError(f"ring attention is self-attention: this rank's queries and keys must be the same "
+                             f"positions, got {q.shape[self.axis]} queries and {k.shape[self.axis]} keys")
+        self.lengths = comm.allgather(q.shape[self.axis])
+        self.pieces = pieces(sum(self.lengths), self.size, split)
+        for r, (held, ranges) in enumerate(zip(self.lengths, self.pieces)):
+            if held != sum(b - a for a, b in ranges):
+                raise ValueError(f"rank {r} holds {held} of the {sum(self.lengths)} positions, but a {split} split "
+                                 f"over {self.size} ranks gives it {sum(b - a for a, b in ranges)}: shard the "
+                                 "sequence with attngraph.attention.ring.shard")
+        self.shape = k.shape
+
+    def pairs(self, step: int, causal: bool):
+        """(query rows, key rows, diagonal) index pairs of this rank's queries against the block of rank
+        (rank − step) mod size: whole shards without ``causal``; else each pair of pieces not in the future."""
+        owner = (self.rank - step) % self.size
+        if not causal:
+            yield self._index(0, self.lengths[self.rank]), self._index(0, self.lengths[owner]), False
+            return
+        for (qa, qb), q0 in _local(self.pieces[self.rank]):
+            for (ka, kb), k0 in _local(self.pieces[owner]):
+                if qb > qa and kb > ka and ka <= qa:
+                    yield self._index(q0, q0 + qb - qa), self._index(k0, k0 + kb - ka), ka == qa
+
+    def shift(self, arrays, step: int, tag: int = 0):
+        """Send ``arrays`` (the block of rank (rank − step) mod size) to the next rank and receive the previous
+        rank's; returns the function that waits for them and returns them."""
+        source = (self.rank - step - 1) % self.size
+        received = [np.empty(self._shape_of(a, source), a.dtype) for a in arrays]
+        sent = [np.ascontiguousarray(a) for a in arrays]
+        requests = [self.comm.Irecv(buffer, (self.rank - 1) % self.size, tag + i) for i, buffer in enumerate(received)]
+        requests += [self.comm.Isend(buffer, (self.rank + 1) % self.size, tag + i) for i, buffer in enumerate(sent)]
+
+        def wait():
+            for request in requests:
+                request.Wait()
+            return tuple(received)
+        return wait
+
+    def _shape_of(self, a, rank):
+        return a.shape[:self.axis] + (self.lengths[rank],) + a.shape[self.axis + 1:]
+
+    def _index(self, start, stop):
+        """The index of positions start … stop − 1 of a (..., T, [H,] f) array, and of its rows' L (..., T, [H])."""
+        return (slice(None),) * self.axis + (slice(start, stop),)
+
+
+def _local(ranges):
+    """Each range with where it starts in the shard that holds the ranges one after another."""
+    starts = np.cumsum([0] + [b - a for a, b in ranges]).tolist()
+    return zip(ranges, starts)
+
+
+def _stacked(dq, dk, dv, layout):
+    """dq, dk, dv of one length stacked as ``attention_backward``'s (3, ..., T, [H,] max(d, dv)), zero-padded."""
+    width = max(dq.shape[-1], dv.shape[-1])
+    grads = np.zeros((3,) + dq.shape[:-1] + (width,), dq.dtype)
+    for i, x in enumerate((dq, dk, dv)):
+        grads[i, ..., :x.shape[-1]] = x
+    return grads
+
+
+def _ring_attention_kernel(q, k, v, *, comm, split, causal, scale, layout):
+    """The ``ring_attention`` primitive: o and L stacked on the features, (..., T, [H,] dv + 1)."""
+    o, lse = ring_attention(q, k, v, comm, causal, scale, layout, split)
+    return np.concatenate([o, lse[..., None]], axis=-1)
+
+
+def _ring_attention_grad_kernel(g, y, q, k, v, *, comm, split, causal, scale, layout):
+    """The ``ring_attention_grad`` primitive: dq, dk, dv stacked, from the stacked output y and its gradient g."""
+    grads = ring_attention_backward(g[..., :-1], y[..., :-1], y[..., -1], q, k, v, comm, causal, scale, layout,
+                                    split, g[..., -1])
+    return _stacked(*grads, layout)
+
+
+KERNELS = {"ring_attention": _ring_attention_kernel, "ring_attention_grad": _ring_attention_grad_kernel}
