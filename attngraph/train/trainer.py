@@ -66,7 +66,7 @@ from ..errors import AttnGraphError, CheckpointError, NonFiniteError
 from ..nn import checks
 from . import checkpoint
 from .optim import GradientAccumulator, Optimizer, clip_factor, global_norm
-from .progress import CompileProgress
+from .progress import CompileProgress, StepClock
 from .schedules import Schedule, from_config
 
 logger = logging.getLogger(__name__)
@@ -142,6 +142,7 @@ class Trainer:
         """Train until ``steps`` optimizer steps have been taken in all (a resumed run continues from its
         step), or early stopping or a callback ends it; returns the records of this call."""
         self._stop, self._warned_nonfinite, start = False, False, len(self.history)
+        clock = StepClock(self.step, steps)
         bar = tqdm(total=steps, initial=self.step, unit="step", dynamic_ncols=True,
                    disable=None if self.progress is None else not self.progress)
         every = (self.log_every or max(1, steps // 20)) if self.progress is None and bar.disable else None
@@ -156,7 +157,7 @@ class Trainer:
                 bar.set_postfix(loss=f"{record['loss']:.4f}", lr=f"{record['lr']:.3g}",
                                 **{_rate(k): f"{v:.0f}" for k, v in record.items() if k.endswith("_per_second")})
                 if every and (self.step % every == 0 or self.step == steps):
-                    _line(f"step {self.step}/{steps}", record)
+                    _line(f"step {self.step}/{steps}", record, clock.text(self.step))
                 if self.eval_every and self.step % self.eval_every == 0:
                     evaluation = self.evaluate()
                     if every:
@@ -306,12 +307,13 @@ def _rate(key: str) -> str:
     return key.removesuffix("_per_second") + "/s"
 
 
-def _line(what: str, record: dict) -> None:
+def _line(what: str, record: dict, clock: str = "") -> None:
     """The progress line of a record, on stderr: ``step 40/150: loss 0.8123, lr 0.00987, grad_norm 0.412,
-    2345 examples/s`` (the loss_fn's other scalars too; not the step's seconds, which the rate gives)."""
+    2345 examples/s (elapsed 0:12, ETA 0:33)`` (the loss_fn's other scalars too; not the step's seconds, which
+    the rate gives; ``clock``: ``StepClock.text``)."""
     values = [f"{v:.0f} {_rate(k)}" if k.endswith("_per_second") else f"{k} {v:.4g}"
               for k, v in record.items() if k not in ("kind", "step", "seconds")]
-    print(f"{what}: {', '.join(values)}", file=sys.stderr, flush=True)
+    print(f"{what}: {', '.join(values)}" + (f" ({clock})" if clock else ""), file=sys.stderr, flush=True)
 
 
 def _trainer_state(saved: checkpoint.Checkpoint, path) -> tuple[int, Schedule | None, dict]:

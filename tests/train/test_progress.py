@@ -1,5 +1,6 @@
 """What is shown while training and compiling: the compile display (a bar on terminals, one line otherwise) and the
 Trainer's progress lines off a terminal. A terminal is faked by making the captured stderr say it is one."""
+import re
 import sys
 
 import pytest
@@ -7,6 +8,7 @@ from numba import njit
 from tqdm import tqdm
 
 from attngraph.train import Adam, Trainer
+from attngraph.train import progress
 from attngraph.train.progress import MESSAGE, CompileProgress
 
 
@@ -87,8 +89,10 @@ def test_off_a_terminal_a_line_every_n_steps_and_at_the_end(regression, capsys, 
     assert out == "" and lines[0] == f"{MESSAGE}..." and len(lines) == 5
     assert [line.split(":")[0] for line in lines[1:]] == ["step 2/5", "step 4/5", "step 4 evaluation", "step 5/5"]
     step = history[1]
-    assert lines[1] == (f"step 2/5: loss {step['loss']:.4g}, lr 0.02, grad_norm {step['grad_norm']:.4g}, "
-                        f"mean_abs_error {step['mean_abs_error']:.4g}, {step['examples_per_second']:.0f} examples/s")
+    assert re.fullmatch(re.escape(
+        f"step 2/5: loss {step['loss']:.4g}, lr 0.02, grad_norm {step['grad_norm']:.4g}, "
+        f"mean_abs_error {step['mean_abs_error']:.4g}, {step['examples_per_second']:.0f} examples/s ") +
+        r"\(elapsed \d+:\d\d, ETA \d+:\d\d\)", lines[1])
     assert lines[3] == "step 4 evaluation: val_loss 0.25"
 
 
@@ -120,3 +124,28 @@ def test_progress_settings_are_checked(regression, option, error):
     model = regression.model()
     with pytest.raises(error, match=next(iter(option))):
         Trainer(model, regression.loss, Adam(model), **option)
+
+
+def test_long_compiles_off_a_terminal_write_lines_with_the_time_elapsed(capsys, monkeypatch):
+    terminal(monkeypatch, False)
+    monkeypatch.setattr(progress, "INTERVAL", 0.0)         # every kernel's end is a line's time
+    with CompileProgress():
+        compile_two_kernels()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == f"{MESSAGE}..." and len(lines) == 4
+    assert re.fullmatch(r"1 kernels compiled so far \(the last: .*<lambda>\), 0:\d\d elapsed", lines[1])
+    assert re.fullmatch(r"2 kernels compiled so far \(the last: .*<lambda>\), 0:\d\d elapsed", lines[2])
+    assert re.fullmatch(r"compiled 2 kernels, 0:\d\d elapsed", lines[3])
+
+
+@pytest.mark.parametrize("seconds, text", [(0, "0:00"), (59.4, "0:59"), (61, "1:01"), (3600 + 62, "1:01:02")])
+def test_durations(seconds, text):
+    assert progress.duration(seconds) == text
+
+
+def test_the_clock_extrapolates_the_steps_taken(monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: now[0])
+    clock = progress.StepClock(10, 50)          # resumed at step 10, to 50
+    now[0] = 130.0
+    assert clock.text(20) == "elapsed 0:30, ETA 1:30"      # 3 s a step, 30 steps left
