@@ -1,6 +1,8 @@
 """Softmax cross-entropy from logits, fused, with integer targets and an optional ignored target value.
 
-  loss = (1 / n) sum over kept rows r of (logsumexp(logits[r]) - logits[r, targets[r]])
+  loss = (1 / n) sum over kept rows r of (log sum_j e^(logits[r, j] - m) - (logits[r, targets[r]] - m)),
+         m the row's max: logsumexp - logit, without adding m to the sum's log (float32 logits of 1e6 lost
+         the whole log, 0.875 for 0.862)
   dlogits[r] = g / n (softmax(logits[r]) - onehot(targets[r])) for kept rows, 0 for ignored ones
 
 n counts the kept rows (targets != ignore_index); with none kept the loss is 0 and so is the gradient,
@@ -75,12 +77,13 @@ def _shift(x):
 
 
 @njit(fastmath=mathfn.FASTMATH, cache=True)
-def _logsumexp(x):
+def _shift_and_log_sum(x):
+    """The row's shift m (``_shift``) and log sum_j e^(x_j - m): its log-sum-exp is their sum."""
     m = _shift(x)
     s = x.dtype.type(0)
     for j in range(x.size):
         s += mathfn.exp(x[j] - m)
-    return m + math.log(s)
+    return m, math.log(s)
 
 
 @parallel_kernel
@@ -90,7 +93,8 @@ def _cross_entropy_rows(logits, targets, ignore, use_ignore):
     for r in prange(logits.shape[0]):
         status = _status(targets[r], logits.shape[1], ignore, use_ignore)
         if status == _KEPT:
-            total += _logsumexp(logits[r]) - logits[r, targets[r]]
+            m, log_sum = _shift_and_log_sum(logits[r])
+            total += log_sum - (logits[r, targets[r]] - m)
             kept += 1
         elif status == _OUT_OF_RANGE:
             bad_row = max(bad_row, r)

@@ -4,7 +4,8 @@ An entry (..., i, j) of x takes part when mask[..., i, j] is True (the mask broa
 when `causal`, when j <= i + (Tk - Tq) for x of shape (..., Tq, Tk): bottom-right aligned, so that cached
 decoding works. Entries that take no part, and every entry of a row where none does, are exactly 0 in
 the output (for log_softmax too: they have no log-probability, and 0 keeps them finite) and get gradient
-0; never NaN. (Scores of -inf, an additive mask, also give 0 and no NaN, but take masks as booleans.)
+0; never NaN. (Scores of -inf, an additive mask, also give softmax 0 and no NaN, but take masks as booleans;
+the log-softmax of a row whose entries taking part are all -inf is NaN, -inf - (-inf), as PyTorch's.)
 
 NaN and Inf propagate as in PyTorch, confined to the entries taking part: a NaN or +inf among them makes
 every one of them NaN, forward and backward (the row's shift m is then NaN, ``mathfn.softmax_shift``),
@@ -12,7 +13,8 @@ while a masked-out score, whatever its value, changes nothing. The kernels use `
 keeps IEEE NaN and Inf (``fastmath=True`` let the max drop a NaN and the row become finite).
 
   softmax:     y_j = e^(x_j - m) / sum_k e^(x_k - m),  m = max of the x_k taking part
-  log_softmax: y_j = x_j - m - log sum_k e^(x_k - m)
+  log_softmax: y_j = (x_j - m) - log sum_k e^(x_k - m), in this order: x_j - (m + log sum) loses the
+               sum's bits beside a large m (float32 logits of 1e4 were off by 3e-4)
   backward:    softmax: dx = y (g - sum_k g_k y_k), 0 where y = 0;  log_softmax: dx = g - e^y sum_k g_k
 
 x is viewed as rows (R, T) that threads share out. The mask is kept as its distinct rows (Rm, T) plus,
@@ -113,7 +115,7 @@ def _softmax_backward_rows(g, y):
     return dx
 
 
-@parallel_kernel(fastmath=mathfn.FASTMATH)
+@parallel_kernel(fastmath=mathfn.FASTMATH - {"reassoc"})      # reassoc would make x - (m + log sum) of y's formula
 def _log_softmax_rows(x, mask_rows, mask_index, causal, tq, lowest):
     R, T = x.shape
     zero = x.dtype.type(0)
@@ -121,12 +123,9 @@ def _log_softmax_rows(x, mask_rows, mask_index, causal, tq, lowest):
     for r in prange(R):
         allowed, end = mask_rows[mask_index[r]], _causal_end(r, T, causal, tq)
         m, s = _shifted_exps(y[r], x[r], allowed, end, lowest)     # y[r] as scratch, overwritten below
-        if s != zero:       # NaN too: the row is NaN
-            shift = m + math.log(s)
-            for j in range(end):
-                y[r, j] = x[r, j] - shift if allowed[j] else zero
-        else:
-            end = 0         # nothing takes part: a row of zeros
+        log_sum = math.log(s)       # NaN: the row is NaN; -inf (s = 0): the entries taking part are all -inf
+        for j in range(end):
+            y[r, j] = (x[r, j] - m) - log_sum if allowed[j] else zero
         y[r, end:] = zero
     return y
 

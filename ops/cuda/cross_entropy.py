@@ -86,7 +86,7 @@ def _row_losses(losses, logits, targets, kept):
     for r in range(cuda.blockIdx.x, logits.shape[0], cuda.gridDim.x):
         if kept[r] > 0:         # the same for every thread of the block: barriers inside are safe
             m, s = _max_and_sum_exp(shared, logits[r])
-            losses[r] = m + math.log(s) - logits[r, targets[r]]
+            losses[r] = math.log(s) - (logits[r, targets[r]] - m)     # not m + log s - logit: see ops/cpu
         else:
             losses[r] = 0
 

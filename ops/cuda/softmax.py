@@ -6,7 +6,7 @@ entry of a row where none does, are exactly 0 in the output and get gradient 0, 
 the entries taking part makes all of them NaN (``mathfn.softmax_shift``), forward and backward.
 
   softmax:     y_j = e^(x_j - m) / sum_k e^(x_k - m),  m = max of the x_k taking part
-  log_softmax: y_j = x_j - m - log sum_k e^(x_k - m)
+  log_softmax: y_j = (x_j - m) - log sum_k e^(x_k - m), in this order (ops/cpu/softmax.py)
   backward:    softmax: dx = y (g - sum_k g_k y_k), 0 where y = 0;  log_softmax: dx = g - e^y sum_k g_k
 
 x is viewed as rows (R, T), a block per row: its ROW_THREADS threads stride over the row, and the row's max
@@ -149,10 +149,10 @@ def _log_softmax_rows(y, x, lowest, mask, mask_strides, shape, causal, tq):
             if _allowed(mask, mask_strides, shape, r, j, t):
                 s += mathfn.exp(x[r, j] - m)
         s = block_sum(shared, s)
-        shift = m + math.log(s) if s != zero else zero         # NaN too: the row is NaN
+        log_sum = math.log(s) if s != zero else -math.inf   # NaN: the row is NaN; -inf: all -inf, NaN below
         for j in range(cuda.threadIdx.x, t, ROW_THREADS):
-            keep = s != zero and j < end and _allowed(mask, mask_strides, shape, r, j, t)
-            y[r, j] = x[r, j] - shift if keep else zero
+            keep = j < end and _allowed(mask, mask_strides, shape, r, j, t)
+            y[r, j] = (x[r, j] - m) - log_sum if keep else zero
 
 
 @cuda.jit

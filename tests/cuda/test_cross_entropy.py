@@ -19,6 +19,12 @@ def test_cross_entropy_matches_the_cpu(ignore_index, rng):
                                cpu.cross_entropy_backward(g, logits, targets, ignore_index), rtol=1e-5, atol=1e-7)
 
 
+def test_large_logits_keep_their_precision_in_float32():
+    """torch: 0.8619948 (log(2 + e^-1)) for [[1e6, 1e6, 1e6 - 1]] against [0]."""
+    loss = host(cuda.cross_entropy(*on_device(np.array([[1e6, 1e6, 1e6 - 1]], np.float32), np.array([0])), None))
+    np.testing.assert_allclose(loss, 0.8619948040582511, rtol=1e-7)
+
+
 def test_every_target_ignored_gives_zero_loss_and_gradient(rng):
     logits, targets = on_device(rng.standard_normal((3, 4)), np.full(3, -100))
     assert host(cuda.cross_entropy(logits, targets, -100)) == 0

@@ -44,6 +44,13 @@ def test_fully_masked_rows_are_zero_with_zero_gradient():
     assert np.all(dx[1] == 0) and dx[0, 1] == 0
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")      # the simulator's NumPy scalars warn at -inf + inf
+def test_large_logits_and_rows_of_minus_inf_as_the_cpu():
+    """(x - m) - log Σ in float32 at 1e4 (ops/cpu's test has torch's numbers); an all -inf row's log-softmax is NaN."""
+    x = np.array([[1e4, 1e4, 1e4 - 1], [-np.inf, -np.inf, -np.inf]], np.float32)
+    np.testing.assert_array_equal(host(cuda.log_softmax(on_device(x))), cpu.log_softmax(x))
+
+
 def test_a_mask_that_does_not_broadcast_is_refused():
     with pytest.raises(ValueError, match="does not broadcast"):
         cuda.softmax(on_device(np.zeros((2, 3))), on_device(np.ones((3, 1), bool)))

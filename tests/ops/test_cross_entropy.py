@@ -62,3 +62,10 @@ def test_float32_backward(rng):
     p /= p.sum(1, keepdims=True)
     p[np.arange(5), targets] -= 1
     np.testing.assert_allclose(d, p / 5, rtol=1e-5, atol=1e-7)
+
+
+def test_large_logits_keep_their_precision_in_float32():
+    """log Σ e^(x - m) - (x_t - m): torch's cross_entropy of float32 [[1e6, 1e6, 1e6 - 1]] against [0] is
+    log(2 + e^-1) = 0.8619948 (m + log Σ - x_t gave 0.875)."""
+    logits = np.array([[1e6, 1e6, 1e6 - 1]], np.float32)
+    np.testing.assert_allclose(cross_entropy(logits, np.array([0])), 0.8619948040582511, rtol=1e-7)

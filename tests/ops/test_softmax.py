@@ -72,12 +72,22 @@ def test_fully_masked_rows_and_masked_values_never_leak(log):
     np.testing.assert_allclose(y[1, 2:], reference(np.array([[3.0, 4.0]]), None, False, log)[0], rtol=1e-6)
 
 
-def test_rows_of_minus_inf_scores_give_zeros_not_nan():
-    x = np.array([[-np.inf, -np.inf], [0.0, -np.inf]], np.float32)
-    np.testing.assert_array_equal(sm.softmax(x), [[0, 0], [1, 0]])
-    y = sm.log_softmax(x)
-    np.testing.assert_array_equal(y[0], 0)
-    assert not np.isnan(y).any()
+def test_rows_of_minus_inf_scores_give_softmax_zeros_and_log_softmax_nan_as_torch():
+    """Scores of -inf as an additive mask: softmax 0 (PyTorch: NaN, a documented difference); torch.log_softmax of
+    an all -inf row is NaN (-inf - max = -inf + inf), of a -inf beside a finite score -inf. A masked entry stays 0."""
+    x = np.array([[-np.inf, -np.inf, 5.0], [0.0, -np.inf, 5.0]], np.float32)
+    mask = np.array([True, True, False])
+    np.testing.assert_array_equal(sm.softmax(x, mask), [[0, 0, 0], [1, 0, 0]])
+    np.testing.assert_array_equal(sm.log_softmax(x, mask), [[np.nan, np.nan, 0], [0, -np.inf, 0]])
+
+
+@pytest.mark.parametrize("shift", [1e4, 1e6])
+def test_log_softmax_of_large_logits_keeps_its_precision_in_float32(shift):
+    """(x - m) - log Σ e^(x - m): torch.log_softmax of float32 [s, s, s - 1] is -log(2 + e^-1) = -0.8619948 and
+    -1.8619948 (x - (m + log Σ) gave -0.8623047 at 1e4, -0.875 at 1e6)."""
+    x = np.array([[shift, shift, shift - 1]], np.float32)
+    np.testing.assert_allclose(sm.log_softmax(x), [[-0.8619948040582511, -0.8619948040582511, -1.8619948040582512]],
+                               rtol=1e-7)
 
 
 def test_causal_alignment_is_bottom_right():
