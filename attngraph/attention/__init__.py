@@ -10,6 +10,7 @@ from .local import LocalAttention, PredictiveLocalAttention
 from .multihead import MultiHeadAttention, merge_heads, split_heads
 from .positional import (LearnedPositions, RelativeMultiHeadAttention, RelativePositions,
                          SinusoidalPositions)
+from .ring import Ring, ring_attention
 from .scores import (AdditiveScore, ConcatScore, CosineScore, DotScore, GeneralScore, LocationScore,
                      ScaledDotScore)
 from .structured import StructuredSelfAttention, redundancy_penalty

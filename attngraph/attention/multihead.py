@@ -98,6 +98,7 @@ class MultiHeadAttention(Module):
         self.w_v = Linear(d_model, kv_width, bias, rng=rng)
         self.w_o = Linear(d_model, d_model, bias, rng=rng)
         self.dropout = Dropout(dropout)
+        self.context = None         # a context-parallel attention (attention.ring.Ring) when the sequence is split
 
     def forward(self, query, key, value, mask=None, causal: bool = False, bias=None, cache: dict | None = None):
         q = split_heads(self.w_q(query), self.heads)
@@ -105,6 +106,10 @@ class MultiHeadAttention(Module):
         if cache is not None:
             k, v = (_cached(cache, name, x) for name, x in (("k", k), ("v", v)))
         k, v = (repeat_heads(x, self.heads // self.kv_heads) for x in (k, v))
+        if self.context is not None:
+            if any(x is not None for x in (mask, bias, cache, self.slopes)):
+                raise ValueError("attention split over ranks (context=) takes no mask, bias, cache or ALiBi")
+            return self.w_o(merge_heads(self.context(q, k, v, causal=causal)))
         scores = q @ F.swapaxes(k, -1, -2) * (1 / (self.d_model // self.heads) ** 0.5)
         for extra in (bias, None if self.slopes is None else alibi_bias(q, k, self.slopes)):
             scores = scores if extra is None else scores + extra

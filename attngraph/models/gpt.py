@@ -30,12 +30,16 @@ class GPT(Module):
 
     ``model(tokens, caches)`` with one dict per layer is a step of cached decoding (see ``generate``): empty
     dicts receive each layer's keys and values; filled ones (B, kv_heads, S, d/h), their last position free,
-    take the single token (B, 1) at position S − 1."""
+    take the single token (B, 1) at position S − 1.
+
+    ``context``, a ``Ring`` (``attngraph.attention.ring``), splits the sequence over its ranks (context
+    parallelism): every self-attention runs ring attention, and ``model(tokens, positions=ring.positions(T))``
+    takes this rank's shard of the tokens with their positions in the whole sequence."""
 
     def __init__(self, vocab: int, d_model: int = 64, heads: int = 4, layers: int = 2, d_ff: int = 256,
                  max_length: int = 128, dropout: float = 0.1, tie_weights: bool = True, rng=None,
                  gelu: str = "tanh", layer_norm_eps: float = 1e-5, positions: str = "learned",
-                 kv_heads: int | None = None):
+                 kv_heads: int | None = None, context=None):
         super().__init__()
         vocab, max_length = sizes(vocab=vocab, max_length=max_length)
         layers, d_model, heads, d_ff, dropout = stack_settings(layers, d_model, heads, d_ff, dropout)
@@ -49,12 +53,16 @@ class GPT(Module):
         self.transformer = Encoder(layers, d_model, heads, d_ff, dropout, pre_norm=True, activation=activation, rng=rng,
                                    layer_norm_eps=layer_norm_eps, kv_heads=kv_heads, alibi=alibi)
         self.out = None if tie_weights else Linear(d_model, vocab, bias=False, rng=rng)
+        for layer in self.transformer.layers:
+            layer.self_attn.context = context
 
-    def forward(self, tokens, caches: list[dict] | None = None):
+    def forward(self, tokens, caches: list[dict] | None = None, positions=None):
         x = self.token_embed(tokens)
         if self.positions is not None and caches and caches[0]:
             past = caches[0]["k"]
             x = x + F.embedding(self.positions.weight, F.emit("size", past, axes=(2,), dtype="int64") - 1)
+        elif self.positions is not None and positions is not None:
+            x = x + F.embedding(self.positions.weight, positions)
         elif self.positions is not None:
             x = self.positions(x)
         h = self.transformer(self.dropout(x), causal=True, caches=caches)

@@ -20,7 +20,7 @@ one more hop home. ``attention_block_backward`` recomputes each block's probabil
 
 The communicator is duck-typed on mpi4py's: ``Get_rank``, ``Get_size``, ``allgather`` (the ranks' lengths,
 once per call) and ``Isend`` / ``Irecv`` of NumPy buffers returning requests with ``Wait``. Every rank must make
-the same calls in the same order, as the one compiled graph on each rank does. The arrays are host (NumPy)
+the same calls in the same order, as the one compiled graph on each rank does; None is one process. The arrays are host (NumPy)
 arrays: on CUDA the blocks' kernels exist (``ops/cuda/attention.py``: ``attention_lse``,
 ``attention_block_backward``) but no ring yet.
 """
@@ -102,12 +102,12 @@ class _Ring:
         if layout not in LAYOUTS:
             raise ValueError(f"attention layout must be one of {LAYOUTS}, got {layout!r}")
         self.comm, self.layout = comm, layout
-        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self.rank, self.size = (0, 1) if comm is None else (comm.Get_rank(), comm.Get_size())
         self.axis = q.ndim - (2 if layout == "bhtd" else 3)
         if q.shape[self.axis] != k.shape[self.axis]:
             raise ValueError(f"ring attention is self-attention: this rank's queries and keys must be the same "
                              f"positions, got {q.shape[self.axis]} queries and {k.shape[self.axis]} keys")
-        self.lengths = comm.allgather(q.shape[self.axis])
+        self.lengths = [q.shape[self.axis]] if comm is None else comm.allgather(q.shape[self.axis])
         self.pieces = pieces(sum(self.lengths), self.size, split)
         for r, (held, ranges) in enumerate(zip(self.lengths, self.pieces)):
             if held != sum(b - a for a, b in ranges):

@@ -18,6 +18,12 @@ needs the row count as one dimension, so Tq and Tk must be equal (symbolic or no
 ``packable`` says whether they are. The unfused composition in ``core/unfused.py`` is the reference the
 tests compare against; the compiler's ``fuse_attention`` pass (``core/passes/attention.py``) turns the
 composed attention that modules trace into these primitives when nothing reads the attention weights.
+
+``ring_attention(q, k, v, comm, split, causal, scale, layout)`` is self-attention over a sequence split across
+the ranks of ``comm`` (a static attribute: an mpi4py-like communicator, or None for one process), q, k, v being
+this rank's shard (``ops/cpu/ring.py``; users call ``attngraph.attention.ring``). Its value stacks the output and
+each row's log-sum-exp L on the features, (..., T, dv + 1), so that its gradient node ``ring_attention_grad``
+has both (the backward needs L and walks the ring again) and takes a gradient reaching L into account.
 """
 from math import prod
 
@@ -124,3 +130,43 @@ def first_order_only(g, y, *inputs, **attrs):
 define("attention", attention_rule, flops=attention_flops, vjp=attention_vjp)
 define("attention_grad", attention_grad_rule, vjp=first_order_only, flops=attention_grad_flops)
 define("attention_bias_grad", attention_bias_grad_rule, vjp=first_order_only, flops=attention_bias_grad_flops)
+
+
+def ring_attention_rule(q, k, v, *, comm, split, causal, scale, layout="bhtd"):
+    """The shard's output and log-sum-exp stacked on the features: (..., T, dv + 1), or (..., T, H, dv + 1)."""
+    shape, dtype = attention_rule(q, k, v, causal=causal, scale=scale, layout=layout)
+    tq, tk = lengths(q.shape, k.shape, layout)
+    if tq != tk:
+        raise ValueError(f"ring attention is self-attention over this rank's shard: q and k must be the same "
+                         f"positions, got lengths {tq} and {tk}")
+    return shape[:-1] + (shape[-1] + 1,), dtype
+
+
+def ring_attention_grad_rule(g, y, q, k, v, **attrs):
+    return attention_grad_rule(g, y, q, k, v, causal=attrs["causal"], scale=attrs["scale"], layout=attrs["layout"])
+
+
+def ring_attention_vjp(g, y, q, k, v, **attrs):
+    """(dq, dk, dv) read out of one ``ring_attention_grad`` node, which also takes the gradient of L (the last
+    feature of y) into account."""
+    grads = F.emit("ring_attention_grad", g, y, q, k, v, **attrs)
+    return tuple(F.emit("getitem", grads, index=index) for index in gradient_parts(q, k, v, grads, attrs["layout"]))
+
+
+def _ranks(comm) -> int:
+    return 1 if comm is None else comm.Get_size()
+
+
+def ring_attention_flops(out, q, k, v, *, comm, **attrs):
+    """This rank's: its queries against every rank's keys, as ``attention_flops`` counts them."""
+    return _ranks(comm) * attention_flops(out, q, k, v, causal=attrs["causal"], scale=attrs["scale"],
+                                          layout=attrs["layout"])
+
+
+def ring_attention_grad_flops(out, g, y, q, k, v, *, comm, **attrs):
+    return _ranks(comm) * attention_grad_flops(out, g, y, q, k, v, causal=attrs["causal"], scale=attrs["scale"],
+                                               layout=attrs["layout"])
+
+
+define("ring_attention", ring_attention_rule, flops=ring_attention_flops, vjp=ring_attention_vjp)
+define("ring_attention_grad", ring_attention_grad_rule, vjp=first_order_only, flops=ring_attention_grad_flops)
