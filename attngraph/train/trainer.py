@@ -45,6 +45,21 @@ the first such step of each ``fit``. "skip": leave the parameters and the optimi
 go on with the next batch (the step still counts, and a warning is logged each time): one bad batch
 cannot ruin the model. "raise": stop with ``NonFiniteError`` before the update, leaving the model, the
 optimizer and ``step`` as after the last good step (so that ``save`` writes a usable checkpoint).
+
+Several processes (``comm``, attngraph/train/distributed.py): launched by ``mpiexec -n W`` (or ``srun``), W
+trainers, one per rank, split each step's W·a global micro-batches (a = ``accumulate``): rank r runs micro-batches
+r·a .. r·a + a − 1, seeded by their global index as above, and the gradients, the loss, the other scalars and the
+example counts are summed over the ranks before the norm is taken and clipping applied. So W ranks with
+``accumulate=a`` take the steps of one process with ``accumulate=W·a`` (bit for bit for W=2, a=1; otherwise the
+sums' order differs, ~1e-7 relative), every rank decides ``on_nonfinite``, early stopping and what it logs from the
+same numbers, and a checkpoint resumes on any number of ranks (with the same W·a, exactly). Rank 0's parameters
+are broadcast when the trainer is made, after a check that every rank has the same parameters, model, attngraph
+version and gradient schedule; before each step's sums the ranks check that they are at the same step of the same
+``fit`` with the same batch layout (``DistributedError`` on every rank otherwise). Only rank 0 writes the metrics
+file and checkpoints and shows progress; callbacks run on every rank. ``eval_fn`` runs on every rank and its
+metrics are averaged over the ranks, weighted by its ``examples`` entry when it returns one: an ``eval_fn`` that
+evaluates only ``trainer.world.shard(n)`` of its n examples (and returns ``examples``) is sharded. The first step,
+evaluation and update run on rank 0 first, so that numba's kernels are compiled into the cache once.
 """
 from __future__ import annotations
 
@@ -62,9 +77,10 @@ from tqdm.auto import tqdm
 from ..core.api import trace
 from ..core.device import backend
 from ..core.tracing import Input
-from ..errors import AttnGraphError, CheckpointError, NonFiniteError
+from ..errors import AttnGraphError, CheckpointError, DataError, NonFiniteError
 from ..nn import checks
-from . import checkpoint
+from ..version import __version__
+from . import checkpoint, distributed
 from .optim import GradientAccumulator, Optimizer, clip_factor, global_norm
 from .progress import CompileProgress, StepClock
 from .schedules import Schedule, from_config
@@ -84,7 +100,9 @@ class Trainer:
     examples per second. seed: of batches and dropout. progress, log_every, compile_progress: what is shown
     while training (module docstring). model_info: the model's name and config, stored in checkpoints.
     on_nonfinite: "continue", "skip" or "raise", what a step with a NaN or infinite loss or gradient norm does
-    (module docstring).
+    (module docstring). comm: the ranks training together (a ``distributed.World`` or an mpi4py communicator;
+    default ``distributed.world()``: MPI's world under ``mpiexec``, else this process alone; ``distributed.SELF``
+    trains alone under ``mpiexec`` too). bucket_bytes: the size of the gradients' all-reduce buckets.
     """
 
     def __init__(self, model, loss_fn: Callable, optimizer: Optimizer, *, schedule: Schedule | None = None,
@@ -94,9 +112,19 @@ class Trainer:
                  callbacks: Sequence[Callable] = (), metrics_path=None, checkpoint_every: int | None = None,
                  checkpoint_path=None, tokens: Callable | None = None, seed: int = 0,
                  progress: bool | None = None, log_every: int | None = None, compile_progress: bool = True,
-                 model_info: dict | None = None, on_nonfinite: str = "continue"):
-        if accumulate < 1:
-            raise ValueError(f"accumulate must be >= 1, got {accumulate}")
+                 model_info: dict | None = None, on_nonfinite: str = "continue", comm=None,
+                 bucket_bytes: int = distributed.BUCKET_BYTES):
+        checks.integer("accumulate", accumulate)
+        for name, value in (("eval_every", eval_every), ("checkpoint_every", checkpoint_every)):
+            if value is not None:
+                checks.integer(name, value)
+        if patience is not None:
+            checks.integer("patience", patience, minimum=0)
+        if clip is not None:
+            checks.positive("clip", clip)
+        for name, value in [("eval_fn", eval_fn), *((f"callbacks[{i}]", c) for i, c in enumerate(callbacks))]:
+            if value is not None and not callable(value):
+                raise TypeError(f"{name} must be a function, got {value!r} ({type(value).__name__})")
         if mode not in ("min", "max"):
             raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
         if (eval_every is not None or patience is not None) and eval_fn is None:
@@ -119,6 +147,7 @@ class Trainer:
         self.metrics_path = None if metrics_path is None else Path(metrics_path)
         self.checkpoint_every, self.checkpoint_path = checkpoint_every, checkpoint_path
         self.model_info, self.on_nonfinite = model_info, on_nonfinite
+        self.world = distributed.as_world(comm)
         self.log_every, self.compile_progress = log_every, compile_progress
         self.history: list[dict] = []
         self.best: dict | None = None          # {"step", "value"} of the best evaluation of `monitor`
@@ -128,6 +157,10 @@ class Trainer:
         self._executable = None
         self._metrics: list[str] = []          # names of the loss_fn's other scalars: outputs 1, 2, ...
         self._slots: list[int | None] = []     # per optimizer parameter: its gradient's output index
+        self._buckets: distributed.GradientBuckets | None = None
+        self._bucket_bytes = checks.integer("bucket_bytes", bucket_bytes)
+        self._compiled: set[str] = set()       # what has run once (rank 0 first: numba's cache)
+        self._join()
 
     @property
     def step(self) -> int:
@@ -141,12 +174,19 @@ class Trainer:
     def fit(self, batches: Callable[[np.random.Generator], dict], steps: int) -> list[dict]:
         """Train until ``steps`` optimizer steps have been taken in all (a resumed run continues from its
         step), or early stopping or a callback ends it; returns the records of this call."""
+        checks.integer("steps", steps, minimum=0)
+        self._writable(self.metrics_path, "metrics_path")
+        self._writable(None if self.checkpoint_path is None else checkpoint.file_of(self.checkpoint_path),
+                       "checkpoint_path")
+        self.world.check_same({"steps": steps, "step": self.step},
+                              f"rank {self.world.rank}: the start of fit(steps={steps}) at step {self.step}")
         self._stop, self._warned_nonfinite, start = False, False, len(self.history)
+        shown = self.progress if self.world.rank == 0 else False
         clock = StepClock(self.step, steps)
         bar = tqdm(total=steps, initial=self.step, unit="step", dynamic_ncols=True,
-                   disable=None if self.progress is None else not self.progress)
-        every = (self.log_every or max(1, steps // 20)) if self.progress is None and bar.disable else None
-        compiles = CompileProgress(self.progress if self.compile_progress else False)
+                   disable=None if shown is None else not shown)
+        every = (self.log_every or max(1, steps // 20)) if shown is None and bar.disable else None
+        compiles = CompileProgress(shown if self.compile_progress else False)
         with bar, compiles:
             while self.step < steps and not self._stop:
                 record, finite = self._train_step(batches)
@@ -165,6 +205,8 @@ class Trainer:
                 if self.checkpoint_every and self.step % self.checkpoint_every == 0:
                     self.save(self.checkpoint_path)
                 compiles.close()
+                if self.world.size > 1:
+                    self._stop = self.world.any(self._stop, f"step {self.step}: the agreement to stop")
         return self.history[start:]
 
     def evaluate(self) -> dict:
@@ -172,9 +214,11 @@ class Trainer:
         training = self.model.training
         self.model.eval()
         try:
-            metrics = {k: float(v) for k, v in self.eval_fn(self.model).items()}
+            with distributed.first_time(self.world, self._compiled, "eval", "the first evaluation"):
+                metrics = _metrics(self.eval_fn(self.model))
         finally:
             self.model.train(training)
+        metrics = self._reduced_metrics(metrics)
         record = {"kind": "eval", "step": self.step, **metrics}
         logger.info("step %d: %s", self.step, ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
         if self.patience is not None:
@@ -188,8 +232,11 @@ class Trainer:
         state = {"step": self.step, "rng": {"seed": self.seed, "scheme": "SeedSequence([seed, step, micro_batch])"},
                  "schedule": None if self.schedule is None else self.schedule.config(),
                  "early_stopping": {"best": self.best, "evals_without_improvement": self.evals_without_improvement},
-                 "model": self.model_info}
-        return checkpoint.save(path, self.model, self.optimizer, state)
+                 "model": self.model_info, "global_micro_batches": self.accumulate * self.world.size}
+        if self.world.rank == 0:
+            checkpoint.save(path, self.model, self.optimizer, state)
+        self.world.barrier(f"step {self.step}: the checkpoint written by rank 0")
+        return checkpoint.file_of(path)
 
     def load(self, path) -> dict:
         """Restore a checkpoint written by ``save``: the model, the optimizer (its state and hyper-parameters,
@@ -198,6 +245,10 @@ class Trainer:
         ``CheckpointError`` and leaves this trainer, its model, optimizer and schedule as they were."""
         saved = checkpoint.read(path)
         seed, schedule, stopping = _trainer_state(saved, path)
+        if saved.metadata.get("global_micro_batches", self.accumulate * self.world.size) != self.accumulate * self.world.size:
+            logger.warning("%s was trained on %d micro-batches a step, this trainer takes %d (accumulate %d x %d ranks): "
+                           "the resumed run differs from the original", path, saved.metadata["global_micro_batches"],
+                           self.accumulate * self.world.size, self.accumulate, self.world.size)
         checkpoint.restore(saved, self.model, self.optimizer)
         self.seed, self.schedule = seed, schedule
         self.best, self.evals_without_improvement = stopping["best"], stopping["evals_without_improvement"]
@@ -210,27 +261,81 @@ class Trainer:
             self.optimizer.lr = self.schedule(t)
         started = time.perf_counter()
         accumulator, losses, extras, count = GradientAccumulator(), [], {}, 0
-        for k in range(self.accumulate):
-            batch_seed, dropout_seed = np.random.SeedSequence([self.seed, t, k]).spawn(2)
-            batch = batches(np.random.default_rng(batch_seed))
-            outputs = self._run(batch, dropout_seed)
-            loss, *metrics = (float(self._to_host(value)) for value in outputs[:1 + len(self._metrics)])
-            losses.append(loss)
-            for name, value in zip(self._metrics, metrics):
-                extras[name] = extras.get(name, 0.0) + value / self.accumulate
-            accumulator.add([None if i is None else outputs[i] for i in self._slots])
-            count += self.tokens(batch) if self.tokens else len(next(iter(batch.values())))
-        loss, norm = float(np.mean(losses)), global_norm(accumulator.grads) / self.accumulate
+        total, first = self.accumulate * self.world.size, self.accumulate * self.world.rank
+        with distributed.first_time(self.world, self._compiled, "step", "the first training step"):
+            for k in range(first, first + self.accumulate):
+                batch_seed, dropout_seed = np.random.SeedSequence([self.seed, t, k]).spawn(2)
+                batch = _checked_batch(batches(np.random.default_rng(batch_seed)), t, k)
+                outputs = self._run(batch, dropout_seed)
+                loss, *metrics = (float(self._to_host(value)) for value in outputs[:1 + len(self._metrics)])
+                losses.append(loss)
+                for name, value in zip(self._metrics, metrics):
+                    extras[name] = extras.get(name, 0.0) + value / total
+                accumulator.add([None if i is None else outputs[i] for i in self._slots])
+                count += self.tokens(batch) if self.tokens else len(next(iter(batch.values())))
+        grads, loss, extras, count = self._summed(t, batch, accumulator.grads, losses, extras, count)
+        norm = global_norm(grads) / total
         finite = math.isfinite(loss) and math.isfinite(norm)
         if finite or self.on_nonfinite == "continue":
             factor = clip_factor(norm, self.clip) if self.clip is not None else 1.0
-            self.optimizer.step(accumulator.grads, scale=factor / self.accumulate)
+            with distributed.first_time(self.world, self._compiled, "update", "the first update"):
+                self.optimizer.step(grads, scale=factor / total)
         elif self.on_nonfinite == "skip":
             self.optimizer.step([None] * len(self.optimizer.named))        # the step counts; nothing changes
         seconds = time.perf_counter() - started
         unit = "tokens" if self.tokens else "examples"
         return {"kind": "train", "step": t, "loss": loss, "lr": self.optimizer.lr, "grad_norm": norm, **extras,
                 "seconds": seconds, f"{unit}_per_second": count / seconds}, finite
+
+    def _summed(self, t: int, batch: dict, grads: list, losses: list, extras: dict, count: int):
+        """The step's gradients, mean loss, other scalars and example count, summed over the ranks; first the
+        ranks check that they are at the same step with the same batch layout."""
+        if self.world.size == 1:
+            return grads, float(np.mean(losses)), extras, count
+        self.world.check_same({"step": t, "batch layout": _layout(batch)},
+                              f"rank {self.world.rank}: step {t}, before the sums")
+        if self._buckets is None:
+            self._buckets = distributed.GradientBuckets(self.world, _like(grads), self._bucket_bytes)
+        grads = self._buckets.reduce(grads, f"rank {self.world.rank}: step {t}: the gradient all-reduce")
+        scalars = self.world.allreduce_sum(np.array([np.sum(losses), count, *extras.values()], np.float64),
+                                           f"step {t}: the all-reduce of the loss and metrics")
+        loss = float(scalars[0] / (self.accumulate * self.world.size))
+        return grads, loss, dict(zip(extras, scalars[2:].tolist())), int(scalars[1])
+
+    def _reduced_metrics(self, metrics: dict) -> dict:
+        """Every rank's evaluation metrics averaged over the ranks, weighted by ``examples`` when given (summed)."""
+        if self.world.size == 1:
+            return metrics
+        self.world.check_same({"evaluation metrics": sorted(metrics)}, f"step {self.step}: the evaluation")
+        weight = metrics.get("examples", 1.0)
+        names = [name for name in metrics if name != "examples"]
+        sums = self.world.allreduce_sum(np.array([weight, *(metrics[n] * weight for n in names)], np.float64),
+                                        f"step {self.step}: the all-reduce of the evaluation")
+        reduced = {name: float(value / sums[0]) for name, value in zip(names, sums[1:])}
+        return {**reduced, "examples": float(sums[0])} if "examples" in metrics else reduced
+
+    def _join(self) -> None:
+        """Check that every rank trains the same parameters of the same model with the same attngraph and
+        gradient schedule, then give them rank 0's values."""
+        if self.world.size == 1:
+            return
+        signature = {"attngraph version": __version__,
+                     "model": f"{type(self.model).__module__}.{type(self.model).__qualname__}",
+                     "model_info": self.model_info,
+                     "parameters": [(name, tuple(p.shape), str(p.dtype)) for name, p in self.optimizer.named],
+                     "gradient schedule": {"accumulate": self.accumulate, "bucket_bytes": self._bucket_bytes,
+                                           "optimizer": type(self.optimizer).__name__, "device": self.device}}
+        self.world.check_same(signature, f"rank {self.world.rank}: the start-up check of the trainer")
+        distributed.broadcast_parameters(self.world, self.optimizer.named)
+
+    def _writable(self, path: Path | None, name: str) -> None:
+        """Fail before training when ``path``'s folder cannot be made (a file on the way)."""
+        if path is None or self.world.rank != 0:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise AttnGraphError(f"{name} {str(path)!r} cannot be written: {e.strerror}: {e.filename}") from None
 
     def _report_nonfinite(self, record: dict) -> None:
         what = f"step {record['step']}: the loss is {record['loss']} and the gradient norm {record['grad_norm']}"
@@ -294,12 +399,44 @@ class Trainer:
 
     def _emit(self, record: dict) -> None:
         self.history.append(record)
-        if self.metrics_path is not None:
+        if self.metrics_path is not None and self.world.rank == 0:
             self.metrics_path.parent.mkdir(parents=True, exist_ok=True)
             with self.metrics_path.open("a") as f:
                 f.write(json.dumps(record) + "\n")
         for callback in self.callbacks:
             callback(self, record)
+
+
+def _checked_batch(batch, step: int, micro_batch: int) -> dict:
+    """``batches(rng)``'s result, refused when it is not a dict of arrays or holds no example (its loss, a mean
+    over nothing, would be NaN)."""
+    if not isinstance(batch, dict) or not batch:
+        raise DataError(f"step {step}, micro-batch {micro_batch}: batches(rng) must return a dict of input arrays, "
+                        f"got {type(batch).__name__}")
+    for name, value in batch.items():
+        if np.ndim(value) > 0 and len(value) == 0:
+            raise DataError(f"step {step}, micro-batch {micro_batch}: the batch's {name!r} holds no example "
+                            f"(shape {np.shape(value)}); its loss would be NaN")
+    return batch
+
+
+def _metrics(result) -> dict:
+    """``eval_fn``'s metrics as floats, or ``AttnGraphError`` saying what it returned instead."""
+    if not isinstance(result, dict):
+        raise AttnGraphError(f"eval_fn must return a dict of metric names to numbers, got {type(result).__name__}")
+    try:
+        return {str(k): float(v) for k, v in result.items()}
+    except (TypeError, ValueError):
+        raise AttnGraphError(f"eval_fn must return numbers, got {result!r}") from None
+
+
+def _layout(batch: dict) -> list:
+    """The names and dtypes of a batch's arrays (their shapes may differ between ranks: symbolic lengths)."""
+    return [(name, str(np.asarray(v).dtype)) for name, v in batch.items()]
+
+
+def _like(grads: list) -> list:
+    return [None if g is None else (tuple(g.shape), np.dtype(g.dtype)) for g in grads]
 
 
 def _rate(key: str) -> str:

@@ -75,3 +75,30 @@ def test_a_stalled_collective_names_the_rank_and_the_step():
     assert result.returncode != 0
     assert "CollectiveTimeout: rank 0 of 2: step 7: the gradient all-reduce waited more than 1 s" in result.output, \
         result.output
+
+
+@requires_mpi
+@pytest.mark.parametrize("ranks, accumulate", [(1, 2), (2, 1), (3, 1)])
+def test_ranks_take_the_step_of_one_process_with_their_micro_batches(tmp_path, ranks, accumulate):
+    """Bit for bit for 2 ranks, a=1 (the script says what it compares)."""
+    result = launch(RANKS / "trainer.py", ranks, ["same", tmp_path, accumulate], timeout=150)
+    assert result.returncode == 0, result.output
+    assert sorted(re.findall(r"rank (\d+): same", result.output)) == [str(r) for r in range(ranks)], result.output
+
+
+@requires_mpi
+@pytest.mark.parametrize("case, difference", [
+    ("steps", "the ranks disagree on the steps: rank 0 has 2, rank 1 has 3"),
+    ("step", "the ranks disagree on the step: rank 0 has 0, rank 1 has 1"),
+    ("data", "the start-up check of the trainer: the ranks disagree on the gradient schedule: rank 0 has "
+             "{'accumulate': 1,"),
+    ("model", "the start-up check of the trainer: the ranks disagree on the parameters: rank 0 has [('0.weight', (4, 16)"),
+    ("version", "the start-up check of the trainer: the ranks disagree on the attngraph version: rank 0 has '0.1.0', "
+                "rank 1 has '9.9.9'"),
+])
+def test_ranks_that_differ_get_an_error_naming_the_difference_on_every_rank(tmp_path, case, difference):
+    result = launch(RANKS / "trainer.py", 2, [case, tmp_path], timeout=90)
+    assert result.returncode == 0, result.output
+    errors = re.findall(r"rank (\d): DistributedError: (.*?)(?=rank \d: DistributedError|\n|$)", result.output)
+    assert sorted(rank for rank, _ in errors) == ["0", "1"], result.output
+    assert all(difference in message for _, message in errors), result.output

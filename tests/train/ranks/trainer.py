@@ -1,0 +1,103 @@
+"""The Trainer on every rank (tests/train/test_distributed.py): ``trainer.py CASE FOLDER [ACCUMULATE]``.
+
+same: W ranks with accumulate=a train the regression MLP (dropout, clipping, a sharded evaluation, a checkpoint
+  at step 2) and each rank compares with one process (``comm=SELF``) with accumulate=W·a: bit for bit for W=2,
+  a=1, else within 1e-6 relative; the ranks' parameters are identical; only rank 0 wrote the metrics file; the
+  checkpoint resumed by one process repeats the run. Prints "rank R: same".
+cuda: the same on "cuda" (the simulator) against one CPU process, within float32 rounding.
+steps, step, data, model, version: the ranks differ in fit's steps, the trainer's step, the micro-batches a step,
+  the model, attngraph's version: each rank prints the DistributedError it got.
+"""
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import attngraph as ag
+from attngraph.core.device import host
+
+from attngraph.errors import DistributedError
+from attngraph.nn import MLP, init
+from attngraph.train import SGD, AdamW, Trainer, distributed, trainer as trainer_module
+from tests.train.conftest import regression_batches, squared_error
+
+case, folder = sys.argv[1], Path(sys.argv[2])
+accumulate = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+world = distributed.init(timeout=60)
+rank, size = world.rank, world.size
+EVAL = np.random.default_rng(7).standard_normal((10, 4)).astype(np.float32)
+
+
+def make(comm, accumulate, device="cpu", hidden=16, **options):
+    init.manual_seed(rank if comm is not distributed.SELF else 0)     # rank 0's values must reach every rank
+    model = MLP([4, hidden, 1], dropout=0.1)
+    return Trainer(model, squared_error, AdamW(model, lr=0.01), clip=0.5, accumulate=accumulate, seed=5,
+                   progress=False, comm=comm, device=device, **options)
+
+
+def evaluate(trainer):
+    """Mean |model(x)| over this rank's shard of EVAL (all of it in a world of one), and the shard's size."""
+    trainer.model.eval()
+    forward = ag.trace(trainer.model, x=ag.Input(("B", 4), "float32")).compile(trainer.device)
+    trainer.model.train()
+
+    def eval_fn(model):
+        rows = EVAL[trainer.world.shard(len(EVAL))]
+        return {"val_abs": float(np.abs(host(forward(x=rows))).mean()), "examples": len(rows)}
+    return eval_fn
+
+
+def values(trainer):
+    return [p.numpy() for p in trainer.model.parameters()]
+
+
+def compare(got, want, exact, what):
+    for g, w in zip(got, want):
+        if exact:
+            np.testing.assert_array_equal(g, w, err_msg=what)
+        else:
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7, err_msg=what)
+
+
+if case in ("same", "cuda"):
+    device = "cuda" if case == "cuda" else "cpu"
+    exact = size <= 2 and accumulate == 1 and device == "cpu"
+    options = dict(metrics_path=folder / "metrics.jsonl", checkpoint_every=2, checkpoint_path=folder / "step2")
+    ranks = make(world, accumulate, device, **options)
+    ranks.eval_fn, ranks.eval_every = evaluate(ranks), 2
+    records = ranks.fit(regression_batches, steps=2)
+    ranks.checkpoint_every = None
+    records += ranks.fit(regression_batches, steps=4)
+    alone = make(distributed.SELF, accumulate * size)
+    alone.eval_fn, alone.eval_every = evaluate(alone), 2
+    expected = alone.fit(regression_batches, steps=4)
+    compare(values(ranks), values(alone), exact, f"rank {rank}: parameters")
+    for kind, keys in (("train", ("loss", "grad_norm", "mean_abs_error")), ("eval", ("val_abs",))):
+        compare([[r[k] for k in keys] for r in records if r["kind"] == kind],     # a sharded evaluation sums in
+                [[r[k] for k in keys] for r in expected if r["kind"] == kind],    # another order: a tolerance
+                exact and kind == "train", f"rank {rank}: {kind} records")
+    gathered = world.allgather(values(ranks), "the parameters")
+    for other in gathered[1:]:
+        compare(other, gathered[0], True, "the ranks' parameters")
+    written = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in written if r["kind"] == "train"] == [1, 2, 3, 4], written       # rank 0's lines only
+    resumed = make(distributed.SELF, accumulate * size)
+    resumed.eval_fn, resumed.eval_every = evaluate(resumed), 2
+    resumed.load(folder / "step2")
+    resumed.fit(regression_batches, steps=4)
+    compare(values(resumed), values(alone), exact, f"rank {rank}: the resumed run")
+    print(f"rank {rank}: same", flush=True)
+else:
+    try:
+        if case == "version":
+            trainer_module.__version__ = "0.1.0" if rank == 0 else "9.9.9"
+        trainer = make(world, 2 if case == "data" and rank == 1 else 1, hidden=16 if case != "model" or rank == 0 else 8)
+        if case == "step" and rank == 1:
+            trainer.optimizer.steps = 1
+        trainer.fit(regression_batches, steps=2 if case != "steps" or rank == 0 else 3)
+        print(f"rank {rank}: no error", flush=True)
+    except DistributedError as e:
+        print(f"rank {rank}: DistributedError: {e}", flush=True)
+    world.barrier("the end")
