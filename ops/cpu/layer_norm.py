@@ -7,7 +7,9 @@
 The backward recomputes mean and rstd from x (one pass over a row) instead of storing them. Threads
 share out the rows; the row reductions use fastmath flags so that they vectorize (``mathfn.FASTMATH``,
 which keeps NaN and Inf), and the variance takes a second pass over (x - mean) for accuracy. Both passes
-work on x - x[0], so that a constant row has its mean exactly and its output is exactly bias. The
+work on x - x[0], so that a constant row has its mean exactly and its output is exactly bias. A finite row
+whose squared deviations overflow the dtype (float32 [3e19, -3e19, 1, 1]: var = 4.5e38) takes a third pass,
+scaled by the largest deviation a: rstd = (1/a) / sqrt(mean((dev/a)²) + eps/a²), finite as PyTorch's. The
 parameter gradients take one pass over g and x, each thread summing a block of rows, rather than
 recomputing x^ as a layer norm, multiplying by g and summing twice.
 
@@ -64,7 +66,23 @@ def _mean_rstd(x, eps):
     var = zero
     for j in range(x.size):
         var += (x[j] - shift - d) * (x[j] - shift - d)
+    if var == np.inf and np.isfinite(d):    # finite deviations whose squares overflow: rare, so a branch
+        return shift + d, _scaled_rstd(x, shift + d, eps)
     return shift + d, x.dtype.type(1) / np.sqrt(var / n + eps)
+
+
+@njit(fastmath=mathfn.FASTMATH, error_model="numpy", cache=True)
+def _scaled_rstd(x, mean, eps):
+    """1 / sqrt(mean((x - mean)²) + eps) of a row whose squares overflow: the deviations divided by the largest
+    one, a, first, so that rstd = (1/a) / sqrt(mean(((x - mean)/a)²) + eps/a²)."""
+    a = x.dtype.type(0)
+    for j in range(x.size):
+        a = max(a, abs(x[j] - mean))
+    scale = x.dtype.type(1) / a
+    s = x.dtype.type(0)
+    for j in range(x.size):
+        s += ((x[j] - mean) * scale) * ((x[j] - mean) * scale)
+    return scale / np.sqrt(s / x.dtype.type(x.size) + eps * scale * scale)
 
 
 @parallel_kernel(fastmath=mathfn.FASTMATH, error_model="numpy")

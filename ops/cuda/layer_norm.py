@@ -6,7 +6,8 @@
 
 The contract of ops/cpu/layer_norm.py. A block per row: the mean, the variance (a second pass over
 x - mean, for accuracy) and the backward's two means are tree reductions in shared memory
-(ops/cuda/reduce.py), over x - x[0] as on the CPU, so that a constant row's output is exactly bias; the
+(ops/cuda/reduce.py), over x - x[0] as on the CPU, so that a constant row's output is exactly bias, and a row
+whose squares overflow is scaled by its largest deviation as on the CPU; the
 backward recomputes mean and rstd instead of storing them. NaN, Inf, eps = 0 and an empty last axis behave
 as on the CPU. The parameter gradients take the rows' mean and rstd from a first kernel, then a thread per
 column sums over the rows (neighbouring threads read neighbouring columns; no atomics, so the sums are the
@@ -18,7 +19,7 @@ from ops._cuda import cuda, empty
 from ops.cuda.elementwise import full
 from ops.cuda.launch import ROW_THREADS, THREADS, blocks
 from ops.cuda.layout import rows
-from ops.cuda.reduce import block_sum
+from ops.cuda.reduce import block_max, block_sum
 
 
 def layer_norm(x, weight=None, bias=None, eps=1e-5):
@@ -64,7 +65,23 @@ def _mean_rstd(shared, x, eps):
     for j in range(cuda.threadIdx.x, x.size, ROW_THREADS):
         s += (x[j] - shift - d) * (x[j] - shift - d)
     var = block_sum(shared, s) / n
+    if var == math.inf and math.isfinite(d):        # the same for the whole block: its barriers are safe
+        return shift + d, _scaled_rstd(shared, x, shift + d, eps)
     return shift + d, x.dtype.type(1) / math.sqrt(var + eps)
+
+
+@cuda.jit(device=True)
+def _scaled_rstd(shared, x, mean, eps):
+    """1 / sqrt(mean((x - mean)²) + eps) of a row whose squares overflow, as on the CPU: the deviations divided by
+    the largest one, a, so that rstd = (1/a) / sqrt(mean(((x - mean)/a)²) + eps/a²)."""
+    a = x.dtype.type(0)
+    for j in range(cuda.threadIdx.x, x.size, ROW_THREADS):
+        a = max(a, abs(x[j] - mean))
+    scale = x.dtype.type(1) / block_max(shared, a)
+    s = x.dtype.type(0)
+    for j in range(cuda.threadIdx.x, x.size, ROW_THREADS):
+        s += ((x[j] - mean) * scale) * ((x[j] - mean) * scale)
+    return scale / math.sqrt(block_sum(shared, s) / x.dtype.type(x.size) + eps * scale * scale)
 
 
 @cuda.jit

@@ -20,3 +20,9 @@ def test_layer_norm_matches_the_cpu(width, dtype, rng):
                                **tol)
     np.testing.assert_allclose(host(cuda.layer_norm_params_backward(*on_device(g, x))),
                                cpu.layer_norm_params_backward(g, x), **tol)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")      # the simulator's NumPy scalars warn as the squares overflow
+def test_a_finite_row_whose_squares_overflow_float32_as_the_cpu():
+    x = np.array([[3e19, -3e19, 1, 1]], np.float32)
+    np.testing.assert_allclose(host(cuda.layer_norm(on_device(x))), cpu.layer_norm(x), rtol=1e-6, atol=1e-6)

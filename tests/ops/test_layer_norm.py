@@ -41,3 +41,18 @@ def test_float32_backward_and_constant_rows(rng):
     np.testing.assert_array_equal(y[0], 0)
     dx64 = layer_norm_backward(g.astype(np.float64), x.astype(np.float64), None, 1e-5)
     np.testing.assert_allclose(dx, dx64, rtol=1e-4, atol=1e-4)
+
+
+def test_a_finite_row_whose_squares_overflow_float32_is_normalized():
+    """[3e19, -3e19, 1, 1]: its variance 4.5e38 overflows float32, where the row was NaN. The values are the
+    float64 formula's (torch 2.13's CPU kernel gives 0 here, its float32 variance inf: see the README), ±√2 on
+    the large entries; dx = rstd (g - mean g - x^ mean(g x^)) likewise finite."""
+    x = np.array([[3e19, -3e19, 1, 1], [1, 2, 3, 4]], np.float32)
+    g = np.array([[1, 2, 3, 4], [4, -1, 0.5, 2]], np.float32)
+    x64 = x.astype(np.float64)
+    rstd = 1 / np.sqrt(x64.var(1, keepdims=True) + 1e-5)
+    normal = (x64 - x64.mean(1, keepdims=True)) * rstd
+    want_dx = rstd * (g - g.mean(1, keepdims=True) - normal * (g * normal).mean(1, keepdims=True))
+    np.testing.assert_allclose(layer_norm(x), normal, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(layer_norm(x)[0, :2], [2 ** 0.5, -(2 ** 0.5)], rtol=1e-6)
+    np.testing.assert_allclose(layer_norm_backward(g, x), want_dx, rtol=1e-5, atol=1e-12)
