@@ -27,3 +27,21 @@ def attention_maps(graph: Graph, **inputs) -> dict[str, np.ndarray | list[np.nda
     for node, value in zip(nodes, values):
         maps.setdefault(node.scope, []).append(value)
     return {scope: found[0] if len(found) == 1 else found for scope, found in maps.items()}
+
+
+def by_example(value: np.ndarray | list[np.ndarray]) -> np.ndarray:
+    """A map of ``attention_maps`` as one array (examples, heads, queries, keys).
+
+    (B, H, Tq, Tk) stays; (B, Tq, Tk) has one head; (Tq, Tk) one example and one head. The steps of a module
+    called once per step (a list) are the query rows, in order: a step of shape (B, Tk), (B, Tq, Tk) or
+    (B, H, Tq, Tk) adds its Tq rows (1 for (B, Tk)), zero-padded on the right where later steps see more keys."""
+    if not isinstance(value, list):
+        return _four_axes(np.asarray(value))
+    steps = [_four_axes(v[:, None] if v.ndim == 2 else v) for v in map(np.asarray, value)]
+    keys = max(s.shape[-1] for s in steps)
+    return np.concatenate([np.pad(s, [(0, 0)] * 3 + [(0, keys - s.shape[-1])]) for s in steps], axis=2)
+
+
+def _four_axes(value: np.ndarray) -> np.ndarray:
+    """(B, H, Tq, Tk) from itself, (B, Tq, Tk) or (Tq, Tk)."""
+    return {2: value[None, None], 3: value[:, None]}.get(value.ndim, value)

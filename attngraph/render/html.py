@@ -2,30 +2,37 @@
 
 The page holds, with no link to the network (its script and style are inlined from ``assets/``):
 
-- the graph as ``render`` draws it (the same picture and options: ``view``, ``depth``, ``roll``, ``budget``
-  (by default ``VIEW_BUDGET``, larger than a static drawing's), ``parameter_nodes``, sizes such as ``T=128``),
-  in a pane that zooms and pans; a click on a module's name folds its frame into one box (and back), a search
-  box finds boxes by name, op or scope, and a click on a box shows its details: op, shape, dtype, FLOPs,
-  scope, source line, parameters, inputs and attributes;
+- the graph as nested module frames that the page lays out itself, so that folding a module into one box
+  (a click on its name) or unfolding it lays the page out again. Every module call can be unfolded, down to
+  the ops: the page carries the whole nesting (``picture`` at full depth), and starts folded at the depth
+  ``render`` would draw (``depth``, or the deepest within ``budget`` boxes: ``VIEW_BUDGET`` by default).
+  Chains of identical blocks (``layers.0`` … ``layers.5``) sit in a frame marked ×N that rolls them into one
+  box (rolled at first when ``render`` would roll them, or ``roll=True``). Zoom (wheel), pan (drag, arrows),
+  fit (f), an overview map, a search box over names, ops and scopes, and a click on a box for its details:
+  op, shape, dtype, FLOPs, scope, source line, parameters, inputs and attributes; in the ``both`` view, the
+  forward box and the backward boxes computing its gradient are marked together;
 - given ``inputs`` (a value for every input of the graph), the attention weights of that run
-  (``inspect.attention_maps``) in a view after bertviz's: a selector per attention module, a toggle per
-  head, the query tokens on the left joined to the key tokens on the right by lines as opaque as the
-  weight, and hovering a token keeps only its lines.
+  (``inspect.attention_maps``) for every example of the batch (a selector picks one): bertviz's head view
+  (queries joined to keys by lines as opaque as the weight, a toggle per head), its model view (every module
+  × head as a small map, a click enlarges one), and, where the keys are the cells of an image input (ViT's
+  patches and CLS token, Show-Attend-Tell's feature grid), the weights of each query drawn over the picture.
 
-Attention weights are shown for the first example of the batch: a map of shape (B, H, Tq, Tk) shows its
-H heads, (B, Tq, Tk) and (Tq, Tk) one head; the maps of a module called once per step (a decoder) are
-stacked as the rows of one map, zero-padded on the right where later steps see more keys. An axis of
-length L is labelled with the tokens of the one integer input of length L (last axis, first row) that the
-weights depend on, and with positions 0 … L-1 when there is none or more than one. A token shows as its id,
-or as its name in ``vocabulary`` (a mapping from ids to names, or a sequence of names indexed by id).
+Maps are read as (examples, heads, queries, keys) by ``inspect.by_example``: the steps of a decoder are the
+query rows. An axis of length L is labelled with the tokens of the one integer input of length L (last axis)
+that the weights depend on, row ``b`` of it for example ``b`` when the input has as many rows as the map has
+examples (HAN's sentences), and with positions 0 … L-1 otherwise. A token shows as its id, or as its name in
+``vocabulary`` (a mapping from ids to names, or a sequence of names indexed by id). Keys are image cells when
+the weights depend on one float input of shape (B, C, H, W) or (B, H, W, C) and there are g_h × g_w of them,
+or one more (the CLS token, first), for a grid of the image's proportions.
 
 Without ``inputs`` the symbolic dimensions count as 1 for FLOPs (as in ``render``); with them, as in the
-example, unless given (``T=128``).
+example, unless given (``T=128``), each a positive int.
 """
 from __future__ import annotations
 
 import html
 import json
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from importlib import resources
@@ -35,14 +42,15 @@ import numpy as np
 
 from ..core.graph import Graph, Node, graph_method
 from ..errors import RenderError
-from ..inspect.attention import attention_maps
-from ..inspect.calls import is_within
+from ..inspect.attention import attention_maps, by_example
+from ..inspect.calls import Call, is_backward, is_within, short_name
 from ..inspect.flops import binding, describe_binding, format_count, node_flops
 from ..inspect.summary import shape_text, summary
-from .graph import attribute_text, to_svg
-from .picture import BUDGET, Box, picture
+from . import style
+from .graph import DTYPES, attribute_text
+from .picture import BUDGET, Box, Picture, picture
 
-VIEW_BUDGET = 3 * BUDGET    # boxes; more than a static drawing holds, since the page folds and zooms
+VIEW_BUDGET = 3 * BUDGET    # boxes shown at first; more than a static drawing holds, since the page folds and zooms
 
 ASSETS = resources.files(__package__) / "assets"
 PAGE = """<!DOCTYPE html>
@@ -57,7 +65,7 @@ PAGE = """<!DOCTYPE html>
 <body>
 <header><h1>{title}</h1><span class="stats">{stats}</span></header>
 <main>
-<section id="graph-pane" aria-label="graph">{svg}</section>
+<section id="graph-pane" aria-label="graph" tabindex="0"></section>
 <aside>
 <section id="details" aria-label="details"></section>
 <section id="attention" aria-label="attention"></section>
@@ -71,6 +79,7 @@ PAGE = """<!DOCTYPE html>
 """
 
 
+
 @graph_method("to_html")
 def to_html(graph: Graph, path=None, *, inputs: dict | None = None,
             vocabulary: Mapping[int, str] | Sequence[str] | None = None, title: str = "attngraph",
@@ -79,22 +88,20 @@ def to_html(graph: Graph, path=None, *, inputs: dict | None = None,
     """The viewer's page for ``graph`` (see the module's docstring), also written to ``path`` when given."""
     if path is not None:
         check_path(Path(path))
+    for name, size in sizes.items():
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+            raise RenderError(f"the size of dimension {name} must be a positive int, got {size!r}")
     names = dict(vocabulary) if isinstance(vocabulary, Mapping) else dict(enumerate(vocabulary or ()))
-    attention = _attention(graph, inputs, names) if inputs is not None else []
     bindings = binding(graph, **{**_example_sizes(graph, inputs or {}), **sizes})
-    drawing = {"view": view, "depth": depth, "roll": roll, "budget": budget, "parameter_nodes": parameter_nodes}
-    svg = to_svg(graph, **drawing, **bindings)
-    pic = picture(graph, **drawing)
-    parameters = [n for n in graph.nodes if n.kind == "parameter"]
-    data = {"boxes": {box.id: _details(box, parameters, bindings) for box in pic.boxes},
-            "attention": attention,
+    shown = picture(graph, view, depth, roll, budget, parameter_nodes)
+    data = {**_outline(graph, view, shown, bindings, parameter_nodes),
+            "attention": _attention(graph, inputs, names) if inputs is not None else [],
             "note": "" if inputs is not None else "No example inputs were given: to_html(graph, inputs={...}) "
                                                   "shows the attention weights of a run."}
     s = summary(graph, **bindings)
     stats = f"{s.parameters:,} parameters · {format_count(s.flops, 'FLOPs')} forward" + (
         f" at {describe_binding(bindings)}" if bindings else "")
-    page = PAGE.format(title=html.escape(title), stats=html.escape(stats), svg=svg[svg.index("<svg"):],
-                       data=json.dumps(data, separators=(",", ":")).replace("</", "<\\/"),
+    page = PAGE.format(title=html.escape(title), stats=html.escape(stats), data=script_json(data),
                        css=(ASSETS / "viewer.css").read_text(encoding="utf-8"),
                        js=(ASSETS / "viewer.js").read_text(encoding="utf-8"))
     if path is not None:
@@ -109,20 +116,84 @@ def check_path(path: Path) -> None:
         raise RenderError(f"cannot write the viewer to {path.name!r}: give a file name ending in .html")
 
 
-def _details(box: Box, parameters: list[Node], bindings: dict[str, int]) -> dict:
-    """What the details panel lists for a box, and the fields the search reads (title, op, name, scope)."""
-    flops = sum(node_flops(n, bindings) for n in box.nodes)
-    if box.module:
-        scope = box.module.scope
-        ops = Counter(n.op for n in box.nodes if n.kind == "call")
-        return {"title": scope, "kind": "module", "op": "module", "name": "", "scope": scope,
-                "ops": ", ".join(f"{op} ×{count}" for op, count in sorted(ops.items())),
-                "FLOPs": format_count(flops, "FLOPs"),
-                "parameters": [_parameter(p) for p in parameters if is_within(p.scope, scope)]}
+def script_json(data) -> str:
+    """``data`` as JSON that a <script> element holds as it is: every ``<`` escaped (``\u003c``), so that no
+    text (a token ``</script>`` or ``<!--``) ends or changes the element."""
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c")
+
+
+def _outline(graph: Graph, view: str, shown: Picture, bindings: dict[str, int], parameter_nodes: bool) -> dict:
+    """What the page lays out: every box of the full-depth picture, every module frame (``c0``, ``c1``, …, with
+    its parent frame, ``""`` at the top), the chains of identical blocks as frames of their own (``r0``, …)
+    around their copies, the edges and the ties of gradients to their forward boxes; which frames start folded
+    (those ``shown`` draws as one box) and the details of every box and frame."""
+    full = picture(graph, view, None, False, math.inf, parameter_nodes)
+    chains = picture(graph, view, None, True, math.inf, parameter_nodes).copies
+    parameters = [n for n in graph.nodes if n.kind == "parameter"]
+    ids = {path: f"c{i}" for i, path in enumerate(full.clusters)}
+    parent = {path: ids.get(path[:-1], "") for path in full.clusters}
+    members: dict[tuple[Call, ...], list[Node]] = {}
+    for box in full.boxes:
+        for i in range(1, len(box.cluster) + 1):
+            members.setdefault(box.cluster[:i], []).extend(box.nodes)
+    frames = []
+    for number, (first, chain) in enumerate(chains.items()):
+        paths = [path for path in full.clusters if path[-1] in chain]
+        frames.append({"id": f"r{number}", "parent": parent[paths[0]], "kind": "repeat",
+                       "label": f"{short_name(first.scope)} … {short_name(chain[-1].scope)} ×{len(chain)}",
+                       "folded": first in shown.copies, "backward": first.backward})
+        parent.update({path: f"r{number}" for path in paths})
+    folded_depth = shown.depth or math.inf
+    frames += [{"id": ids[path], "parent": parent[path], "kind": "module", "label": _frame_label(path[-1], shown),
+                "folded": len(path) >= folded_depth, "backward": path[-1].backward} for path in full.clusters]
+    details = {ids[path]: _module_details(path[-1].scope, members[path], parameters, bindings)
+               for path in full.clusters}
+    details.update({f"r{number}": _module_details(first.scope.rpartition(".")[0], [n for path in members
+                    if path[-1] in chain for n in members[path]], parameters, bindings)
+                    for number, (first, chain) in enumerate(chains.items())})
+    details.update({box.id: _node_details(box.node, parameters, bindings) for box in full.boxes})
+    return {"boxes": [_box(box, ids.get(box.cluster, ""), bindings) for box in full.boxes],
+            "frames": frames,
+            "edges": [[e.tail.id, e.head.id, shape_text(e.value)] for e in full.edges],
+            "ties": [[forward.id, backward.id] for forward, backward in full.ties],
+            "details": details}
+
+
+def _frame_label(call: Call, shown: Picture) -> str:
+    """``attn``, ``∇ norm1``, ``cell (call 3 of 9)``."""
+    calls = shown.calls[(call.scope, call.backward)]
+    return ("∇ " if call.backward else "") + short_name(call.scope) + (
+        f" (call {call.index + 1} of {calls})" if calls > 1 else "")
+
+
+def _box(box: Box, frame: str, bindings: dict[str, int]) -> dict:
+    """A box as the page draws it: its title and the shape it makes, its frame and its colours."""
     node = box.node
-    return {"title": node.name if node.kind in ("input", "parameter", "output") else node.op, "kind": node.kind,
-            "op": node.op, "name": node.name or "", "scope": node.scope, "shape": shape_text(node),
-            "dtype": node.dtype.name, "FLOPs": format_count(flops, "FLOPs"), "source": node.source,
+    look = style.node_style(node.kind, node.op, is_backward(node))
+    return {"id": box.id, "frame": frame, "title": _title(node), "kind": node.kind,
+            "text": f"{shape_text(node)} {DTYPES.get(node.dtype.name, node.dtype.name)}", "fill": look["fillcolor"], "stroke": look["color"],
+            "flops": node_flops(node, bindings)}
+
+
+def _title(node: Node) -> str:
+    return node.name if node.kind in ("input", "parameter", "output") else node.op
+
+
+def _module_details(scope: str, nodes: list[Node], parameters: list[Node], bindings: dict[str, int]) -> dict:
+    """What the details panel lists for a module frame, and the fields the search reads."""
+    ops = Counter(n.op for n in nodes if n.kind == "call")
+    return {"title": scope or "(root)", "kind": "module", "op": "module", "name": "", "scope": scope,
+            "ops": ", ".join(f"{op} ×{count}" for op, count in sorted(ops.items())),
+            "FLOPs": format_count(sum(node_flops(n, bindings) for n in nodes), "FLOPs"),
+            "parameters": [_parameter(p) for p in parameters if is_within(p.scope, scope)]}
+
+
+def _node_details(node: Node, parameters: list[Node], bindings: dict[str, int]) -> dict:
+    """What the details panel lists for a box: op, shape, dtype, FLOPs, scope, source line, parameters, inputs,
+    attributes and the forward node of a gradient."""
+    return {"title": _title(node), "kind": node.kind, "op": node.op, "name": node.name or "", "scope": node.scope,
+            "shape": shape_text(node), "dtype": node.dtype.name,
+            "FLOPs": format_count(node_flops(node, bindings), "FLOPs"), "source": node.source,
             "parameters": [_parameter(p) for p in (node, *node.inputs) if p.kind == "parameter"],
             "inputs": [f"{x.name or x.label} ({x.op}) {shape_text(x)} {x.dtype.name}" for x in node.inputs],
             "attributes": [f"{k}={attribute_text(v, None)}" for k, v in node.attrs.items()],
@@ -140,30 +211,67 @@ def _example_sizes(graph: Graph, inputs: dict) -> dict[str, int]:
 
 
 def _attention(graph: Graph, inputs: dict, vocabulary: dict[int, str]) -> list[dict]:
-    """One entry per attention module: its scope, the labels of its query and key axes, and its weights
-    (heads × queries × keys, 4 decimals; NaN and Inf as null)."""
+    """One entry per attention module: its scope, the labels of its query and key axes per example, its
+    weights (examples × heads × queries × keys, 4 decimals; NaN and Inf as null), and the image its keys
+    are the cells of, if any."""
     feeds = _sources(graph)
-    depends = {}
+    depends: dict[str, frozenset[str]] = {}
     for node in graph.nodes:
         if node.name == "attention":
             depends[node.scope] = depends.get(node.scope, frozenset()) | feeds[node]
-    maps = attention_maps(graph, **inputs)
-    labels = {name: _tokens(np.asarray(value), vocabulary) for name, value in inputs.items()}
     shown = []
-    for scope, value in maps.items():
-        weights = _heads(value)
-        known = [labels[name] for name in depends[scope] if labels.get(name)]
+    for scope, value in attention_maps(graph, **inputs).items():
+        weights = by_example(value).astype(np.float64)
+        examples, _, queries, keys = weights.shape
+        used = {name: np.asarray(inputs[name]) for name in sorted(depends[scope])}
+        tokens = [_tokens(array, examples, vocabulary) for array in used.values() if array.dtype.kind in "iu"]
+        pictures = [array for array in used.values() if array.dtype.kind == "f" and array.ndim == 4
+                    and len(array) == examples]
         shown.append({"scope": scope or "(root)",
-                      "queries": _axis(weights.shape[1], known), "keys": _axis(weights.shape[2], known),
-                      "weights": np.where(np.isfinite(weights), weights.round(4), None).tolist()})
+                      "queries": [_axis(queries, tokens, b) for b in range(examples)],
+                      "keys": [_axis(keys, tokens, b) for b in range(examples)],
+                      "weights": np.where(np.isfinite(weights), weights.round(4), None).tolist(),
+                      "image": _image(pictures[0], keys) if len(pictures) == 1 else None})
     return shown
 
 
-def _tokens(array: np.ndarray, vocabulary: dict[int, str]) -> list[str]:
-    """The tokens of an integer input (last axis, first row) by name, or none for any other input."""
-    if array.dtype.kind not in "iu" or not array.ndim or not array.size:
+def _tokens(array: np.ndarray, examples: int, vocabulary: dict[int, str]) -> list[list[str]]:
+    """An integer input's rows of tokens by name, one per example: its rows when there are as many as
+    examples, else its first row for every example."""
+    if not array.ndim or not array.size:
         return []
-    return [vocabulary.get(t, str(t)) for t in array.reshape(-1, array.shape[-1])[0].tolist()]
+    rows = array.reshape(-1, array.shape[-1])
+    rows = rows if len(rows) == examples else rows[:1].repeat(examples, axis=0)
+    return [[vocabulary.get(t, str(t)) for t in row] for row in rows.tolist()]
+
+
+def _axis(length: int, tokens: list[list[list[str]]], example: int) -> list[str]:
+    """Example ``example``'s labels of an axis: those of the one token input of this length, else positions."""
+    matching = [rows[example] for rows in tokens if rows and len(rows[example]) == length]
+    return matching[0] if len(matching) == 1 else [str(i) for i in range(length)]
+
+
+def _image(pictures: np.ndarray, keys: int) -> dict | None:
+    """The pictures whose cells the keys are, as 8-bit RGB rows per example, and the grid: ``rows`` × ``columns``
+    cells (in reading order) after ``cls`` leading keys (0 or 1); None when no grid of the picture's proportions
+    (within a factor of 2) has ``keys`` or ``keys - 1`` cells."""
+    channels_first = pictures.shape[1] in (1, 3) and pictures.shape[3] not in (1, 3)
+    rgb = pictures.transpose(0, 2, 3, 1) if channels_first else pictures
+    height, width = rgb.shape[1:3]
+    for cls in (0, 1):
+        grids = [(r, (keys - cls) // r) for r in range(1, keys - cls + 1) if (keys - cls) % r == 0]
+        fitting = [g for g in grids if g[0] > 1 and g[1] > 1 and abs(math.log(g[0] / g[1] * width / height)) < 0.7]
+        if fitting:
+            rows, columns = min(fitting, key=lambda g: abs(math.log(g[0] / g[1] * width / height)))
+            break
+    else:
+        return None
+    low, high = rgb.min(axis=(1, 2, 3), keepdims=True), rgb.max(axis=(1, 2, 3), keepdims=True)
+    scaled = np.round(255 * (rgb - low) / np.where(high > low, high - low, 1)).astype(np.uint8)
+    if scaled.shape[-1] == 1:
+        scaled = scaled.repeat(3, axis=-1)
+    return {"height": int(height), "width": int(width), "rows": rows, "columns": columns, "cls": cls,
+            "pixels": [example.reshape(-1).tolist() for example in scaled]}
 
 
 def _sources(graph: Graph) -> dict[Node, frozenset[str]]:
@@ -173,21 +281,3 @@ def _sources(graph: Graph) -> dict[Node, frozenset[str]]:
     for node in graph.nodes:            # creation order is a topological order
         found[node] = frozenset({names[node]} if node in names else ()).union(*(found[x] for x in node.inputs))
     return found
-
-
-def _heads(value) -> np.ndarray:
-    """The first example's weights as (heads, queries, keys): see the module's docstring."""
-    if isinstance(value, list):
-        keys = max(v.shape[-1] for v in value)
-        value = np.concatenate([np.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, keys - v.shape[-1])]) for v in value],
-                               axis=-2)
-    weights = np.asarray(value, dtype=np.float64)
-    if weights.ndim >= 3:
-        weights = weights[0]
-    return weights.reshape((-1, *weights.shape[-2:])) if weights.ndim >= 2 else weights.reshape(1, 1, -1)
-
-
-def _axis(length: int, known: list[list[str]]) -> list[str]:
-    """The labels of an axis: those of the one known sequence of this length, else the positions."""
-    matching = [labels for labels in known if len(labels) == length]
-    return matching[0] if len(matching) == 1 else [str(i) for i in range(length)]

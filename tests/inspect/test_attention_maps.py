@@ -34,3 +34,17 @@ def test_a_module_called_at_every_step_gives_a_list_in_call_order():
 
 def test_a_graph_without_attention():
     assert attention_maps(ag.trace(lambda x: x * 2.0, x=np.ones(2, np.float32)), x=np.ones(2, np.float32)) == {}
+
+
+def test_by_example_reads_every_map_as_examples_heads_queries_keys():
+    from attngraph.inspect.attention import by_example
+    rng = np.random.default_rng(2)
+    heads, single = rng.random((2, 3, 4, 5)), rng.random((2, 4, 5))
+    np.testing.assert_array_equal(by_example(heads), heads)
+    np.testing.assert_array_equal(by_example(single)[:, 0], single)
+    assert by_example(single[0]).shape == (1, 1, 4, 5)
+    steps = [rng.random((2, 3)), rng.random((2, 4))]             # a decoder's steps (B, Tk), keys growing
+    stacked = by_example(steps)
+    assert stacked.shape == (2, 1, 2, 4)
+    np.testing.assert_array_equal(stacked[1, 0, 0], [*steps[0][1], 0])
+    np.testing.assert_array_equal(stacked[:, 0, 1], steps[1])

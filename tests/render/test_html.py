@@ -1,5 +1,6 @@
 """The HTML viewer: the page read back as HTML (boxes, frames, details, attention data, nothing fetched), and
 the page run in headless Chromium (a screenshot that is not blank; the script ran and its controls work)."""
+import html
 import json
 import re
 import shutil
@@ -17,7 +18,8 @@ from attngraph.cli import main
 from attngraph.core import functional as F
 from attngraph.inspect import attention_maps, format_count, node_flops
 from attngraph.render import RenderError
-from attngraph.render.html import to_html
+from attngraph.render.html import VIEW_BUDGET, to_html
+from attngraph.render.picture import picture
 
 pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot lays out the graph")
 CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
@@ -74,22 +76,41 @@ def page(page_path):
     return Page(page_path.read_text(encoding="utf-8"))
 
 
-def test_every_box_and_module_frame_of_the_drawing_is_in_the_page(page):
-    boxes = page.data["boxes"]
-    assert set(page.titles["node"]) - {"legend"} == set(boxes)
-    assert {"cluster_encoder", "cluster_encoder.layers.0", "cluster_decoder.layers.0.cross_attn"} <= \
-        set(page.titles["cluster"])
-    edges = [title.split("->") for title in page.titles["edge"]]
-    assert edges and all(tail in boxes and head in boxes for tail, head in edges)
-    assert sum(tag == "svg" for tag, _ in page.elements) == 1
-    assert page.elements[0] == ("html", {"lang": "en"}) and ("title", {}) in page.elements
+def test_the_page_carries_every_box_and_module_call_nested_and_folds_them_at_render_s_depth():
+    model = models.get("han", tiny=True)
+    graph = ag.trace(model, **models.spec("han").inputs(model))
+    data = Page(to_html(graph)).data
+    full, shown = picture(graph, budget=10**9, roll=False), picture(graph, budget=VIEW_BUDGET)
+    assert shown.depth == 1 and len(shown.boxes) < len(full.boxes)
+    assert [b["id"] for b in data["boxes"]] == [b.id for b in full.boxes]
+    frames = {f["id"]: f for f in data["frames"]}
+    assert len(frames) == len(full.clusters) and all(f["parent"] in frames or f["parent"] == "" for f in frames.values())
+    assert all(b["frame"] in frames or b["frame"] == "" for b in data["boxes"])
+    titles = {f["id"]: data["details"][f["id"]]["title"] for f in frames.values()}
+    encoder = next(i for i, t in titles.items() if t == "word_encoder")
+    cells = [f for f in frames.values() if f["parent"] == encoder and titles[f["id"]] == "word_encoder.cell"]
+    assert [c["label"] for c in cells] == [f"cell (call {k} of {len(cells)})" for k in range(1, len(cells) + 1)]
+    assert frames[encoder]["folded"] and all(c["folded"] for c in cells)        # folded at depth 1, unfoldable
+    assert [f for f in frames.values() if not f["folded"]] == []
+    ids = {b["id"] for b in data["boxes"]}
+    assert data["edges"] and all(tail in ids and head in ids for tail, head, _ in data["edges"])
+
+
+def test_a_chain_of_identical_blocks_is_a_frame_marked_with_its_length():
+    model = models.get("gpt", tiny=True, layers=3)
+    graph = ag.trace(model, **models.spec("gpt").inputs(model))
+    frames = {f["id"]: f for f in Page(to_html(graph, roll=True)).data["frames"]}
+    [chain] = [f for f in frames.values() if f["kind"] == "repeat"]
+    assert chain["label"] == "layers.0 … layers.2 ×3" and chain["folded"]
+    assert [frames[f]["label"] for f in frames if frames[f]["parent"] == chain["id"]] == \
+        ["layers.0", "layers.1", "layers.2"]
 
 
 def test_a_box_details_give_op_shape_flops_scope_source_and_parameters(transformer, page):
     graph, _ = transformer
     bindings = {"B": 2, "S": 8, "T": 9}                 # the example's sizes
     matmul = next(n for n in graph.nodes if n.op == "matmul" and any(x.kind == "parameter" for x in n.inputs))
-    details = page.data["boxes"][matmul.label]
+    details = page.data["details"][matmul.label]
     assert details["op"] == "matmul" and details["scope"] == matmul.scope and details["dtype"] == "float32"
     assert details["shape"] == "×".join(map(str, matmul.shape))
     assert details["FLOPs"] == format_count(node_flops(matmul, bindings), "FLOPs")
@@ -97,22 +118,24 @@ def test_a_box_details_give_op_shape_flops_scope_source_and_parameters(transform
     weight = next(x for x in matmul.inputs if x.kind == "parameter")
     assert details["parameters"] == [f"{weight.name}  {weight.shape[0]}×{weight.shape[1]}  ({weight.value.size:,})"]
     src = next(n for n in graph.nodes if n.name == "src")
-    assert page.data["boxes"][src.label]["title"] == "src"
+    assert page.data["details"][src.label]["title"] == "src"
 
 
-def test_the_attention_data_are_the_first_example_s_weights_labelled_by_their_tokens(transformer, page):
+def test_the_attention_data_are_every_example_s_weights_labelled_by_their_tokens(transformer, page):
     graph, inputs = transformer
     maps = attention_maps(graph, **inputs)
     shown = {a["scope"]: a for a in page.data["attention"]}
     assert list(shown) == list(maps)
     for scope, weights in maps.items():
-        np.testing.assert_allclose(np.array(shown[scope]["weights"]), weights[0], atol=5e-5)
+        np.testing.assert_allclose(np.array(shown[scope]["weights"]), weights, atol=5e-5)
     names = {0: "<pad>", 1: "<bos>"}
-    src, tgt = ([names.get(t, str(t)) for t in inputs[k][0].tolist()] for k in ("src", "tgt_in"))
     cross, decoder = shown["decoder.layers.0.cross_attn"], shown["decoder.layers.0.self_attn"]
-    assert (cross["queries"], cross["keys"]) == (tgt, src) and "<bos>" in tgt
-    assert decoder["queries"] == decoder["keys"] == tgt
-    assert shown["encoder.layers.0.self_attn"]["keys"] == src
+    for b in range(2):
+        src, tgt = ([names.get(t, str(t)) for t in inputs[k][b].tolist()] for k in ("src", "tgt_in"))
+        assert (cross["queries"][b], cross["keys"][b]) == (tgt, src) and "<bos>" in tgt
+        assert decoder["queries"][b] == decoder["keys"][b] == tgt
+        assert shown["encoder.layers.0.self_attn"]["keys"][b] == src
+    assert cross["keys"][0] != cross["keys"][1] and cross["image"] is None
 
 
 def test_the_page_fetches_nothing(page, page_path):
@@ -121,7 +144,7 @@ def test_the_page_fetches_nothing(page, page_path):
     assert not [tag for tag, attrs in page.elements if tag in ("link", "iframe", "img")]
     assert not [attrs for tag, attrs in page.elements if tag == "script" and "src" in attrs]
     text = page_path.read_text(encoding="utf-8")
-    assert not re.search(r"url\(|@import|fetch\(|XMLHttpRequest|<!DOCTYPE svg", text)
+    assert not re.search(r"url\((?!#)|@import|fetch\(|XMLHttpRequest|<!DOCTYPE svg", text)   # url(#arrow) is in the page
 
 
 def _weights(q, k):
@@ -136,22 +159,78 @@ def test_an_axis_has_positions_when_no_single_input_of_its_length_feeds_the_weig
                    **tokens)
     [mixed] = Page(to_html(both, inputs=tokens)).data["attention"]
     [single] = Page(to_html(one, inputs=tokens, vocabulary="abcdef")).data["attention"]
-    assert mixed["scope"] == "(root)" and mixed["queries"] == mixed["keys"] == ["0", "1", "2"]
-    assert single["queries"] == single["keys"] == ["b", "c", "d"]
-    assert np.array(single["weights"]).shape == (1, 3, 3)
+    assert mixed["scope"] == "(root)" and mixed["queries"] == mixed["keys"] == [["0", "1", "2"]]
+    assert single["queries"] == single["keys"] == [["b", "c", "d"]]
+    assert np.array(single["weights"]).shape == (1, 1, 3, 3)
 
 
-def test_the_steps_of_a_decoder_are_the_rows_of_one_map():
-    graph = models.spec("seq2seq-bahdanau")
-    model = models.get("seq2seq-bahdanau", tiny=True)
-    traced = ag.trace(model, **graph.inputs(model))
-    batch = graph.batch(model, np.random.default_rng(0), 1)
-    inputs = {name: batch[name] for name in traced.inputs}
-    [shown] = Page(to_html(traced, inputs=inputs)).data["attention"]
-    steps = attention_maps(traced, **inputs)["attention"]
-    np.testing.assert_allclose(np.array(shown["weights"])[0], np.concatenate(steps, axis=1)[0], atol=5e-5)
-    assert shown["queries"] == [str(t) for t in inputs["tgt_in"][0]]
-    assert shown["keys"] == [str(t) for t in inputs["src"][0]]
+def _model_page(name: str, **options) -> tuple[dict, dict, dict]:
+    """A tiny registered model's page data, its example batch of 2 and its attention maps."""
+    spec, model = models.spec(name), models.get(name, tiny=True)
+    graph = ag.trace(model, **spec.inputs(model))
+    batch = spec.batch(model, np.random.default_rng(0), 2)
+    inputs = {k: batch[k] for k in graph.inputs}
+    return Page(to_html(graph, inputs=inputs, **options)).data, inputs, attention_maps(graph, **inputs)
+
+
+def test_the_steps_of_a_decoder_are_the_rows_of_each_example_s_map():
+    data, inputs, maps = _model_page("seq2seq-bahdanau")
+    [shown] = data["attention"]
+    steps = maps["attention"]                                     # 7 steps of (B, 1, S)
+    np.testing.assert_allclose(np.array(shown["weights"])[:, 0], np.concatenate(steps, axis=1), atol=5e-5)
+    assert shown["queries"] == [[str(t) for t in row] for row in inputs["tgt_in"]]
+    assert shown["keys"] == [[str(t) for t in row] for row in inputs["src"]]
+
+
+def test_show_attend_tell_gives_a_row_per_word_over_the_grid_of_each_picture():
+    data, inputs, maps = _model_page("show-attend-tell")
+    [shown] = data["attention"]
+    weights = np.array(shown["weights"])
+    assert weights.shape == (2, 1, 10, 9)                        # examples, heads, words, 3×3 cells
+    np.testing.assert_allclose(weights[1, 0], np.stack(maps[""], axis=1)[1], atol=5e-5)
+    image = shown["image"]
+    assert (image["rows"], image["columns"], image["cls"], image["height"], image["width"]) == (3, 3, 0, 24, 24)
+    pixels = np.array(image["pixels"]).reshape(2, 24, 24, 3)
+    picture_ = inputs["images"].transpose(0, 2, 3, 1)
+    lowest = picture_.reshape(2, -1).argmin(axis=1)
+    assert pixels.min() == 0 and pixels.max() == 255
+    assert (pixels.reshape(2, -1)[range(2), lowest] == 0).all()
+
+
+def test_vit_s_keys_are_its_class_token_and_its_patches():
+    data, inputs, _ = _model_page("vit")
+    [shown] = data["attention"]
+    assert np.array(shown["weights"]).shape == (2, 2, 5, 5)
+    image = shown["image"]
+    assert (image["rows"], image["columns"], image["cls"]) == (2, 2, 1)
+    assert len(image["pixels"][0]) == inputs["images"][0].size * 3      # grey as RGB
+
+
+def test_han_s_word_attention_has_an_example_per_sentence_labelled_by_its_words():
+    data, inputs, _ = _model_page("han", vocabulary={0: "<pad>"})
+    words = {a["scope"]: a for a in data["attention"]}["word_attention"]
+    sentences = inputs["documents"].reshape(-1, inputs["documents"].shape[-1])
+    assert len(words["keys"]) == len(sentences) == 6
+    assert words["keys"][4] == [{0: "<pad>"}.get(t, str(t)) for t in sentences[4]]
+
+
+def test_sizes_must_be_positive_ints(transformer):
+    graph, _ = transformer
+    for bad in (-3, 0, 2.5, True):
+        with pytest.raises(RenderError, match=r"dimension T must be a positive int"):
+            to_html(graph, T=bad)
+
+
+def test_a_token_that_looks_like_markup_stays_data(tmp_path):
+    table = np.ones((3, 2), np.float32)
+    tokens = {"a": np.array([[0, 1, 2]])}
+    graph = ag.trace(lambda a: _weights(ag.embedding(table, a), ag.embedding(table, a)), **tokens)
+    evil = ["<!--<script>", "</script><b>x</b>", "a&b"]
+    text = to_html(graph, inputs=tokens, vocabulary=evil)
+    block = re.search(r'<script type="application/json" id="attngraph-data">(.*?)</script>', text, re.S).group(1)
+    assert "<" not in block
+    assert json.loads(block)["attention"][0]["keys"] == [evil]
+    assert Page(text).data["attention"][0]["queries"] == [evil]
 
 
 def test_without_inputs_the_page_says_how_to_see_attention(transformer, tmp_path):
@@ -200,42 +279,90 @@ def test_the_screenshot_is_not_blank(page_path, tmp_path):
 
 PROBE = """<script>
 const result = {ready: document.body.dataset.viewer, error: document.body.dataset.error || null};
-const hidden = () => [...document.querySelectorAll("#graph-pane g.node.hidden")].map(g => g.querySelector("title").textContent);
-const frame = [...document.querySelectorAll("#graph-pane g.cluster")]
-  .find(g => g.querySelector("title").textContent === "cluster_decoder");
-frame.dispatchEvent(new MouseEvent("click", {bubbles: true}));
-result.folded = hidden();
-frame.dispatchEvent(new MouseEvent("click", {bubbles: true}));
-result.unfolded = hidden();
+const data = JSON.parse(document.getElementById("attngraph-data").textContent);
+const pane = document.getElementById("graph-pane"), scene = document.getElementById("scene");
+const lens = scene.parentNode;
+const inPane = () => { const p = pane.getBoundingClientRect(), g = lens.getBoundingClientRect();
+  return {left: g.left - p.left, top: g.top - p.top, right: p.right - g.right, bottom: p.bottom - g.bottom,
+          width: g.width / p.width, height: g.height / p.height}; };
+const frameOf = title => Object.keys(data.details).find(id => data.details[id].title === title && id.startsWith("c"));
+const click = target => target.dispatchEvent(new MouseEvent("click", {bubbles: true}));
+const key = name => document.dispatchEvent(new KeyboardEvent("keydown", {key: name, bubbles: true}));
+const decoder = frameOf("decoder");
+result.open = {boxes: Number(pane.dataset.boxes), height: scene.getBBox().height};
+result.fitted = inPane();
+click(document.querySelector(`[data-id="${decoder}"] .frame-title`));
+result.folded = {boxes: Number(pane.dataset.boxes), height: scene.getBBox().height,
+                 box: document.querySelector(`[data-id="${decoder}"]`).getAttribute("class")};
+click(document.querySelector(`[data-id="${decoder}"]`));
+result.unfolded = {boxes: Number(pane.dataset.boxes), height: scene.getBBox().height};
+const scale = () => Number(lens.getAttribute("transform").match(/scale\\(([^)]+)\\)/)[1]);
+const before = scale();
+pane.dispatchEvent(new WheelEvent("wheel", {deltaY: -200, clientX: 300, clientY: 300, bubbles: true, cancelable: true}));
+result.zoom = [before, scale()];
+key("0");
+result.actual = scale();
+key("f");
+result.refitted = inPane();
+click(document.querySelector(`[data-id="${decoder}"] .frame-title`));
 const search = document.getElementById("search");
 search.value = "cross_attn";
 search.dispatchEvent(new Event("input"));
-result.hits = [...document.querySelectorAll("#graph-pane g.node.hit")].map(g => g.querySelector("title").textContent);
+result.hits = [...document.querySelectorAll("#scene .hit")].map(g => g.dataset.id);
 search.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter"}));
+result.revealed = document.querySelector("#scene .selected") && document.querySelector("#scene .selected").dataset.id;
 result.details = document.querySelector("#details h2").textContent;
 result.heads = document.querySelectorAll("#attention button.head").length;
 result.lines = document.querySelectorAll("svg.lines line").length;
 document.querySelector("svg.lines g.token").dispatchEvent(new MouseEvent("mouseenter"));
 result.hovered = document.querySelectorAll("svg.lines line:not(.off)").length;
 result.readout = document.querySelector("#attention .readout").textContent;
+document.querySelectorAll("#attention button.head")[1].dispatchEvent(new MouseEvent("dblclick"));
+result.oneHead = [...document.querySelectorAll("svg.lines line")].map(l => l.getAttribute("stroke"));
+const example = document.getElementById("example");
+example.value = "1";
+example.dispatchEvent(new Event("change"));
+result.example = [...document.querySelectorAll("svg.lines g.token title")].map(t => t.textContent);
+click(document.querySelector('#attention .modes [data-mode="model"]'));
+result.maps = document.querySelectorAll("#attention .model-view button.map").length;
+click(document.querySelectorAll("#attention .model-view button.map")[3]);
+result.enlarged = document.querySelector("#attention figure.enlarged figcaption").textContent;
 document.body.append(Object.assign(document.createElement("pre"), {id: "probe", textContent: JSON.stringify(result)}));
 </script>"""
 
 
+def _probe(page_text: str, probe: str, tmp_path) -> dict:
+    """What ``probe`` (a script run after the viewer's) found in the page, read back from the DOM."""
+    probed = tmp_path / "probed.html"
+    probed.write_text(page_text.replace("</body>", probe + "</body>"), encoding="utf-8")
+    dom = _chromium("--dump-dom", probed.as_uri()).stdout.decode()
+    return json.loads(html.unescape(re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S).group(1)))
+
+
 @needs_chromium
 def test_the_script_runs_and_its_controls_work(page, page_path, tmp_path):
-    probed = tmp_path / "probed.html"
-    probed.write_text(page_path.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
-    dom = _chromium("--dump-dom", probed.as_uri()).stdout.decode()
-    result = json.loads(re.search(r'<pre id="probe">(.*?)</pre>', dom).group(1).replace("&quot;", '"'))
+    result = _probe(page_path.read_text(encoding="utf-8"), PROBE, tmp_path)
     assert result["ready"] == "ready" and result["error"] is None
-    boxes = page.data["boxes"]
-    decoder = {box for box, details in boxes.items() if details["scope"].startswith("decoder")}
-    assert decoder and set(result["folded"]) == decoder and result["unfolded"] == []
-    assert result["hits"] and all("cross_attn" in boxes[b]["scope"] for b in result["hits"])
-    assert result["details"].startswith(boxes[result["hits"][0]]["title"])
+    fitted, refitted = result["fitted"], result["refitted"]
+    for fit in (fitted, refitted):      # the whole graph in the pane, filling its width or its height
+        assert min(fit["left"], fit["right"], fit["top"], fit["bottom"]) >= -1 and max(fit["width"], fit["height"]) > .9
+    decoder = {d for d, details in page.data["details"].items() if details["scope"].startswith("decoder")}
+    assert result["folded"]["boxes"] < result["open"]["boxes"] - len(decoder) // 2
+    assert result["folded"]["height"] < 0.8 * result["open"]["height"]          # laid out again: no empty frame
+    assert "module" in result["folded"]["box"]
+    assert result["unfolded"] == result["open"]
+    assert result["zoom"][1] > 1.2 * result["zoom"][0] and result["actual"] == pytest.approx(1)
+    details = page.data["details"]
+    assert [details[b]["title"] for b in result["hits"]] == ["decoder"]        # the folded frame holding the hits
+    assert result["revealed"] and "cross_attn" in details[result["revealed"]]["scope"]
+    assert result["details"].startswith(details[result["revealed"]]["title"])
     encoder = page.data["attention"][0]
-    weights = np.array(encoder["weights"])
+    weights = np.array(encoder["weights"][0])
     assert result["heads"] == len(weights)
     assert result["lines"] == (weights >= 0.01).sum() and result["hovered"] == (weights[:, 0] >= 0.01).sum()
-    assert result["readout"].startswith(f"query {encoder['queries'][0]} (0), mean of {len(weights)} heads")
+    assert result["readout"].startswith(f"query {encoder['queries'][0][0]} (0), mean of {len(weights)} heads")
+    assert result["oneHead"] and set(result["oneHead"]) == {"#ff7f0e"}              # head 1's colour
+    assert result["example"][0] == f"query 0: {encoder['queries'][1][0]}" and len(set(result["example"])) > 1
+    heads = [len(a["weights"][0]) for a in page.data["attention"]]
+    assert result["maps"] == sum(heads)
+    assert result["enlarged"] == f"{page.data['attention'][3 // heads[0]]['scope']}, head {3 % heads[0]}, example 2"
