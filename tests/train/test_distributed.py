@@ -1,4 +1,5 @@
 """attngraph.train.distributed: a world of one in this process, and 2-3 ranks under mpiexec (tests/mpi.py)."""
+import os
 import re
 from pathlib import Path
 
@@ -62,6 +63,15 @@ def test_collectives_sum_over_the_ranks(ranks):
 
 
 @requires_mpi
+def test_rank_0_compiles_first_then_the_others_together(tmp_path):
+    """What keeps ranks from writing one numba cache entry at once (the Trainer's first step, update, evaluation)."""
+    result = launch(RANKS / "world.py", 3, ["in_turn", tmp_path / "log"], timeout=60)
+    assert result.returncode == 0, result.output
+    lines = (tmp_path / "log").read_text().splitlines()
+    assert lines[:2] == ["start 0", "end 0"] and sorted(lines[2:]) == ["end 1", "end 2", "start 1", "start 2"]
+
+
+@requires_mpi
 def test_a_rank_that_raises_brings_the_world_down_with_its_error_printed_once():
     result = launch(RANKS / "world.py", 2, ["raises"], timeout=60, runner=False)     # the library's hook alone
     assert result.returncode != 0
@@ -102,3 +112,12 @@ def test_ranks_that_differ_get_an_error_naming_the_difference_on_every_rank(tmp_
     errors = re.findall(r"rank (\d): DistributedError: (.*?)(?=rank \d: DistributedError|\n|$)", result.output)
     assert sorted(rank for rank, _ in errors) == ["0", "1"], result.output
     assert all(difference in message for _, message in errors), result.output
+
+
+@requires_mpi
+def test_ranks_training_on_cuda_stage_their_gradients_through_the_host(tmp_path):
+    """On numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=0 set for the test runs it on a GPU), against one CPU process."""
+    result = launch(RANKS / "trainer.py", 2, ["cuda", tmp_path], timeout=240,
+                    env={"NUMBA_ENABLE_CUDASIM": os.environ.get("NUMBA_ENABLE_CUDASIM", "1")})
+    assert result.returncode == 0, result.output
+    assert sorted(re.findall(r"rank (\d+): same", result.output)) == ["0", "1"], result.output

@@ -3,6 +3,8 @@
 sums: an all-reduce, a gather, a broadcast and the gradient buckets give every rank the same sums; prints "ok".
 raises: rank 1 raises under plain ``python`` while rank 0 waits in a collective: init's hook aborts the world.
 stalls: rank 1 sleeps past rank 0's timeout before a collective: rank 0 names itself and the step.
+in_turn FILE: each rank appends "start R" and "end R" to FILE inside ``rank0_first`` (numba's cache: rank 0
+  compiles, the others load).
 """
 import sys
 import time
@@ -34,6 +36,13 @@ elif case == "raises":
     if rank == 1:
         raise RuntimeError("rank 1 breaks on purpose")
     world.barrier("waiting for rank 1")
+elif case == "in_turn":
+    with world.rank0_first("compiling"):
+        with open(sys.argv[2], "a") as log:
+            log.write(f"start {rank}\n")
+            log.flush()
+            time.sleep(0.5)
+            log.write(f"end {rank}\n")
 elif case == "stalls":
     if rank == 1:
         time.sleep(30)
