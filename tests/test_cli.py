@@ -57,7 +57,7 @@ def test_render_and_summary_of_a_model_file(capsys, tmp_path):
     assert "×3" in out.read_text()
     code, text, _ = run(capsys, "summary", SPEC, "--depth", "1", "--dim", "B=4")
     assert code == 0 and "layers" in text and "layers.0" not in text and "B=4, T=1" in text
-    assert text.splitlines()[2].split()[:4] == ["embed", "Embedding", "1", "B×T"]     # module, type, calls, input
+    assert text.splitlines()[2].split()[:4] == ["embed", "Embedding", "1", "4×T"]     # module, type, calls, input
     assert "inputs       tokens B×T int64\nsizes        B=4; T not given: counted as 1\n" in text
     code, text, _ = run(capsys, "summary", GRAPH_FUNCTION, "--depth", "1")          # a graph: no model, no types
     assert code == 0 and text.splitlines()[2].split()[:3] == ["embed", "1", "B×T"]

@@ -14,20 +14,25 @@ as 1, and every report says which binding it used.
 from __future__ import annotations
 
 from math import prod
+from numbers import Integral
 
 from ..core.dims import resolve_shape, symbols
 from ..core.graph import Graph, Node
 from ..core.primitive import lookup
-from ..errors import AttnGraphError
+from ..errors import AttnGraphError, BindingError
 
 
 def binding(graph: Graph, **sizes: int) -> dict[str, int]:
-    """Every symbolic dimension of ``graph`` bound to a size: ``sizes`` where given, else 1."""
+    """Every symbolic dimension of ``graph`` bound to a size: ``sizes`` where given, else 1. A size that is not
+    a positive integer raises ``BindingError``."""
     names = sorted({s for node in graph.nodes for d in node.shape for s in symbols(d)})
     unknown = set(sizes) - set(names)
     if unknown:
         raise AttnGraphError(f"the graph has no dimension(s) {sorted(unknown)}; its symbolic dimensions are "
                              f"{names or 'none'}")
+    for name, size in sizes.items():
+        if isinstance(size, bool) or not isinstance(size, Integral) or size < 1:
+            raise BindingError(f"{name}={size!r}: a dimension's size must be a positive integer")
     return {name: int(sizes.get(name, 1)) for name in names}
 
 

@@ -9,7 +9,14 @@ One row per module scope, in tree order (children under their parent, siblings i
 ran). A module's type is its class, when the traced ``model`` is given. A module's parameters, trainable
 parameters and FLOPs include its sub-modules'; its FLOPs add up all its calls; its input and output shapes
 are those of its first call (see ``calls`` for what a call is): the values it takes from outside it (not
-parameters or constants) and those it hands out. FLOPs count the forward pass; a graph holding a backward
+parameters or constants) and those it hands out. A module's calls are counted as those that run ops of its
+own; a module none of whose calls does (a container, or a recurrent cell whose gates its layer computes) counts
+as many calls as its most called sub-module: a GRUCell unrolled over 4 words, its ``input`` Linear run once for
+every step at once and its ``hidden`` Linear once per step, shows 4 calls, not the 5 runs of its sub-modules. The traced model's own ops that use a sub-module's parameter (a tied
+output head: GPT's logits h @ token_embed.weightᵀ) get a row of their own, as torchinfo lists a tied head,
+named by the op and the parameter, whose parameters are counted in their module's row. The rows' shapes show
+the sizes given (``B=2`` makes B×T×64 2×T×64; the footer's inputs keep the names that the sizes bind); the
+graph's ``rng_seed`` input, which the executor feeds dropout by itself, is not listed. FLOPs count the forward pass; a graph holding a backward
 pass (``graph.grad()``) reports it separately in ``backward_flops``. Memory estimates: parameters, and
 activations = every forward intermediate at once (what training keeps for the backward pass), at the binding
 used. The footer gives the graph's inputs and the size of each symbolic dimension, saying which were not
@@ -20,12 +27,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..core.dims import resolve, symbols
 from ..core.graph import Graph, Node, graph_method
 from .calls import Call, ancestors, call_paths, is_backward, short_name
 from .flops import binding, describe_binding, format_bytes, format_count, node_bytes, node_flops
 
 COLUMNS = ("module", "type", "calls", "input", "output", "parameters", "% params", "FLOPs", "trainable")
 LEFT = ("module", "type", "input", "output")        # the columns aligned left
+RNG_SEED = "rng_seed"       # the input that the executor feeds dropout by itself (core/executor.py): not listed
 
 
 @dataclass
@@ -42,7 +51,8 @@ class Summary:
     defaulted: list[str] = field(default_factory=list)       # the symbolic dimensions not given (bound to 1)
 
     def __str__(self) -> str:
-        cells = [COLUMNS] + [("  " * (r["depth"] - 1) + short_name(r["module"]), r["type"], str(r["calls"]),
+        cells = [COLUMNS] + [("  " * (r["depth"] - 1) + r.get("label", short_name(r["module"])), r["type"],
+                              str(r["calls"]),
                               r["input"], r["output"], f"{r['parameters']:,}", f"{r['percent']:.1f}",
                               format_count(r["flops"]), f"{r['trainable']:,}") for r in self.rows]
         widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
@@ -94,41 +104,75 @@ def summary(graph: Graph, depth: int | None = None, model=None, **sizes: int) ->
             module_trainable[scope] += 0 if p.stop_gradient else p.value.size
     total = sum(p.value.size for p in params)
     users = graph.users()
+    given = {k: v for k, v in bindings.items() if k in sizes}
+    counts = _call_counts(first, calls)
     rows = []
     for scope in sorted(first, key=lambda s: tuple(first[a] for a in ancestors(s))):
         if depth is not None and scope.count(".") >= depth:
             continue
         mine = [c for c in calls if c.scope == scope]
-        rows.append(dict(module=scope, type=types.get(scope, ""), depth=scope.count(".") + 1, calls=len(mine),
-                         input=_inputs(calls[mine[0]]) if mine else "",
-                         output=_outputs(calls[mine[0]], users) if mine else "",
+        rows.append(dict(module=scope, type=types.get(scope, ""), depth=scope.count(".") + 1, calls=counts[scope],
+                         input=_inputs(calls[mine[0]], given) if mine else "",
+                         output=_outputs(calls[mine[0]], users, given) if mine else "",
                          parameters=module_params[scope],
                          percent=100 * module_params[scope] / total if total else 0.0,
                          flops=module_flops[scope], trainable=module_trainable[scope]))
+    for node, names in _tied(forward, flops).items():
+        top = min((i for i, row in enumerate(rows) if row["depth"] == 1 and first.get(row["module"], -1) > node.id),
+                  default=len(rows))
+        rows.insert(top, dict(module="", label=f"{node.op}({', '.join(names)})", type="tied", depth=1, calls=1,
+                              input=_inputs([node], given), output=shape_text(node, given), parameters=0,
+                              percent=0.0, flops=flops[node], trainable=0))
     backward = [n for n in graph.nodes if is_backward(n)]
     return Summary(rows, total, sum(p.value.size for p in params if not p.stop_gradient), sum(flops.values()),
                    sum(node_flops(n, bindings) for n in backward), sum(node_bytes(p, bindings) for p in params),
                    sum(node_bytes(n, bindings) for n in forward), bindings,
-                   {name: f"{shape_text(n)} {n.dtype}" for name, n in graph.inputs.items()},
+                   {name: f"{shape_text(n)} {n.dtype}" for name, n in graph.inputs.items()
+                    if name != RNG_SEED},
                    [name for name in bindings if name not in sizes])
 
 
-def _inputs(members: list[Node]) -> str:
+def _call_counts(scopes, calls: dict[Call, list[Node]]) -> dict[str, int]:
+    """The calls of each module of ``scopes`` (module docstring), the deepest first."""
+    counts: dict[str, int] = {}
+    for scope in sorted(scopes, key=lambda s: -s.count(".")):
+        own = sum(c.scope == scope and any(n.scope == scope for n in members) for c, members in calls.items())
+        children = [n for child, n in counts.items() if child.rpartition(".")[0] == scope]
+        counts[scope] = own or max(children, default=sum(c.scope == scope for c in calls))
+    return counts
+
+
+def _tied(forward: list[Node], flops: dict[Node, int]) -> dict[Node, list[str]]:
+    """The traced model's own ops (scope "") with FLOPs that read a sub-module's parameter, directly or through
+    its own ops without FLOPs (a transpose): each with the parameters' names."""
+    reached: dict[Node, list[str]] = {}
+    for node in forward:
+        if node.scope:
+            continue
+        names = [x.name for x in node.inputs if x.op == "parameter" and x.scope]
+        names += [name for x in node.inputs if flops.get(x) == 0 for name in reached.get(x, [])]
+        reached[node] = list(dict.fromkeys(names))
+    return {n: names for n, names in reached.items() if names and flops[n] > 0}
+
+
+def _inputs(members: list[Node], given: dict[str, int] | None = None) -> str:
     """The shapes of the values a call takes: its nodes' inputs made outside it, other than parameters and
     constants, each once."""
     inside = set(members)
     taken = dict.fromkeys(x for n in members for x in n.inputs
-                          if x not in inside and x.op not in ("parameter", "constant"))
-    return ", ".join(shape_text(x) for x in taken)
+                          if x not in inside and x.op not in ("parameter", "constant") and x.name != RNG_SEED)
+    return ", ".join(shape_text(x, given) for x in taken)
 
 
-def _outputs(members: list[Node], users: dict[Node, list[Node]]) -> str:
+def _outputs(members: list[Node], users: dict[Node, list[Node]], given: dict[str, int] | None = None) -> str:
     """The shapes of the values a call hands out: its nodes used outside it by the forward pass."""
     inside = set(members)
-    return ", ".join(shape_text(n) for n in members
+    return ", ".join(shape_text(n, given) for n in members
                      if any(u not in inside and not is_backward(u) for u in users[n]))
 
 
-def shape_text(node: Node) -> str:
-    """``B×T×64`` (symbolic dimensions kept); ``scalar`` for a 0-d value."""
-    return "×".join(str(d) for d in node.shape) or "scalar"
+def shape_text(node: Node, given: dict[str, int] | None = None) -> str:
+    """``B×T×64``, with the dimensions whose symbols ``given`` binds as numbers (``B=2``: ``2×T×64``); ``scalar``
+    for a 0-d value."""
+    given = given or {}
+    return "×".join(str(resolve(d, given) if symbols(d) <= given.keys() else d) for d in node.shape) or "scalar"

@@ -1,5 +1,6 @@
 """summary(): the module tree with shapes, parameters, FLOPs and memory, as data and as text."""
 import numpy as np
+import pytest
 
 import attngraph as ag
 from attngraph.inspect import summary, total_flops
@@ -15,7 +16,7 @@ def test_rows_follow_the_module_tree_with_totals():
     assert modules.index("layers.0.norm2") < modules.index("layers.1")
     row = {r["module"]: r for r in s.rows}
     assert row["layers.0.attn.w_q"] == dict(module="layers.0.attn.w_q", type="Linear", depth=4, calls=1,
-                                            input="B×T×16", output="B×T×16", parameters=16 * 16 + 16,
+                                            input="B×5×16", output="B×5×16", parameters=16 * 16 + 16,
                                             percent=row["layers.0.attn.w_q"]["percent"], flops=2 * 5 * 16 * 16 + 5 * 16, trainable=272)
     assert s.parameters == s.trainable == model.num_parameters()
     assert row["layers"]["parameters"] == row["layers.0"]["parameters"] + row["layers.1"]["parameters"]
@@ -25,7 +26,7 @@ def test_rows_follow_the_module_tree_with_totals():
     assert s.bindings == {"B": 1, "T": 5} and s.defaulted == ["B"] and s.inputs == {"tokens": "B×T int64"}
     assert [row[m]["type"] for m in ("embed", "layers", "layers.0", "layers.0.attn", "layers.0.mlp.1")] == [
         "Embedding", "ModuleList", "Block", "MultiHeadAttention", "Activation"]
-    assert row["embed"]["input"] == "B×T" and row["head"]["output"] == "B×T×11"
+    assert row["embed"]["input"] == "B×5" and row["head"]["output"] == "B×5×11"      # T given: bound
     assert {r["type"] for r in summary(graph).rows} == {""}         # without the model, no classes
 
 
@@ -70,3 +71,41 @@ def test_calls_frozen_parameters_and_the_backward_pass():
     row = summary(ag.trace(Twice(), x=ag.Input((2, 4)))).rows[0]
     assert row["module"] == "cell" and row["calls"] == 2 and row["flops"] == 2 * (2 * 2 * 4 * 4 + 2 * 4)
     assert row["input"] == row["output"] == "2×4"           # the weight and bias are not inputs
+
+
+def registered(name: str, **sizes):
+    from attngraph import models
+    model = models.get(name, tiny=True)
+    return summary(ag.trace(model, **models.spec(name).inputs(model)), model=model, **sizes)
+
+
+def test_sizes_given_bind_the_shapes_and_rng_seed_is_no_input():
+    s = registered("gpt", B=2, T=8)             # the tiny GPT has dropout 0; the default one has an rng_seed input
+    from attngraph import models
+    model = models.get("gpt", dropout=0.1)
+    with_dropout = summary(ag.trace(model, **models.spec("gpt").inputs(model)), B=2)
+    assert s.inputs == with_dropout.inputs == {"tokens": "B×T int64"}        # the names that the sizes bind
+    assert all("scalar" not in r["input"] for r in with_dropout.rows)
+    assert {r["module"]: r["output"] for r in s.rows}["transformer"] == "2×8×16"
+
+
+def test_a_tied_output_head_has_a_row():
+    s = registered("gpt", B=2, T=8)
+    head = s.rows[-1]
+    assert head["label"] == "matmul(token_embed.weight)" and head["depth"] == 1 and head["parameters"] == 0
+    assert head["input"] == "2×8×16, 16×12" and head["output"] == "2×8×12" and head["flops"] == 2 * 2 * 8 * 16 * 12
+    assert s.flops >= sum(r["flops"] for r in s.rows if r["depth"] == 1) - 1
+    assert "matmul(token_embed.weight)  tied" in str(s)
+
+
+def test_a_recurrent_cell_counts_one_call_per_step():
+    rows = {r["module"]: r for r in registered("han").rows}        # documents of 3 sentences of 4 words
+    assert [rows[f"word_encoder.cell{m}"]["calls"] for m in ("", ".input", ".hidden")] == [4, 1, 4]
+    assert rows["sentence_encoder.cell"]["calls"] == 3 and rows["word_encoder"]["calls"] == 1
+
+
+@pytest.mark.parametrize("size", [-4, 0, 2.5, True])
+def test_sizes_must_be_positive_integers(size):
+    model = Encoder()
+    with pytest.raises(ag.BindingError, match="must be a positive integer"):
+        summary(ag.trace(model, **inputs(model)), B=size)
