@@ -23,6 +23,10 @@ demo sets OpenBLAS's thread count
 process that has already run kernels only numba's count changes) and numba's (``numba.set_num_threads``),
 and lets idle OpenMP threads sleep rather than spin (OMP_WAIT_POLICY=passive, unless set).
 
+Several processes: under ``mpiexec -n N attngraph demo NAME`` every rank runs the demo and the Trainer splits each
+step's batches over the ranks (its default world, attngraph/train/distributed.py); only rank 0 writes the output
+folder and prints, the others draw their files in a temporary folder deleted at exit.
+
 Arguments: every option is checked before any work (``arguments``: a bad one is one line on stderr and exit
 status 2): numbers by their types, the output folder by ``Run`` (created, and written to once), and the input
 files named in ``Run(..., paths=...)`` (a missing one is a usage error). A demo reads its data, and draws its
@@ -31,9 +35,12 @@ held-out examples, before it builds its model: a corpus too small for the demo f
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -45,7 +52,7 @@ from ..core import Input
 from ..render.curves import line_chart
 from ..errors import RenderError
 from ..render.heatmap import attention_heatmap
-from ..train import Adam, AdamW, CosineDecay, Trainer
+from ..train import Adam, AdamW, CosineDecay, Trainer, distributed
 from ..train.data import LabelledText, Vocabulary, read_labelled_text, tokenize
 from .arguments import Parser, positive_int, seed, writable_folder
 
@@ -96,6 +103,10 @@ class Run:
         except argparse.ArgumentTypeError as e:
             parser.error(f"--out: {e}")
         self.name = parser.prog.split()[-1]
+        self.world = distributed.world()        # under mpiexec, the ranks train together (the Trainer's default)
+        if self.world.rank != 0:                # only rank 0 writes the run's files and prints
+            self.out = Path(tempfile.mkdtemp(prefix=f"attngraph-{self.name}-rank{self.world.rank}-"))
+            atexit.register(shutil.rmtree, self.out, ignore_errors=True)
         use_threads(self.args.threads)
         self.started = time.perf_counter()
         self.files: list[str] = []
@@ -177,6 +188,8 @@ class Run:
         result["files"] = list(self.files)
         result["wall_seconds"] = round(time.perf_counter() - self.started, 2)
         path.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        if self.world.rank != 0:
+            return result
         shown = {k: v for k, v in result.items() if not isinstance(v, (dict, list)) and k != "sample"}
         print(json.dumps(shown, indent=2, ensure_ascii=False))
         print(f"wrote {', '.join(self.files)} in {self.out}")
