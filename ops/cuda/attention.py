@@ -18,7 +18,8 @@ its running max m, running sum l and output accumulator o (online softmax):
   m' = max(m, max_j s_j);  l = l e^(m - m') + sum_j e^(s_j - m');  o = o e^(m - m') + sum_j e^(s_j - m') v_j
 
 At the end the output is o / l, and L = m + log l is each query's log-sum-exp (+inf when l = 0: it sees no key,
-or only −inf biases, and every probability e^(z - L) of the backward is then 0).
+or only −inf biases, and every probability e^(z - L) of the backward is then 0). ``attention_lse`` returns it
+with −inf there, as the CPU's; ``attention_block_backward`` (ring attention's block) takes L and D given.
 A NaN or +inf among the scores a query sees makes l NaN (e^(s - m) is NaN for it: m ignores a NaN, and a +inf
 score makes m = +inf), hence its output row and L NaN, and through L every probability it has in the backward.
 The backward visits only the (query, key) pairs that see each other, so a NaN row of q or k reaches no gradient
@@ -48,10 +49,19 @@ from ops.cuda.softmax import masking
 def attention(q, k, v, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):
     """softmax(scale · q kᵀ + bias) v over the keys each query sees: (..., Tq, dv); (..., Tq, H, dv) for the
     layout "bthd" (``ops.cpu.attention.attention``)."""
+    return attention_lse(q, k, v, mask, causal, scale, bias, layout)[0]
+
+
+def attention_lse(q, k, v, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):
+    """(o, L): ``attention``'s output and each query's log-sum-exp, −inf for a query that sees no key
+    (``ops.cpu.attention.attention_lse``)."""
     q, k, v = _swap_heads(layout, q, k, v)
     (q3, k3, v3), lead, scale = _prepare(q, k, v, scale)
-    out, _ = _forward_pass(q3, k3, v3, scale, _masking(lead, q3, k3, mask, causal, bias))
-    return _swap_heads(layout, out.reshape(*lead, q3.shape[1], v3.shape[2]))[0]
+    out, lse = _forward_pass(q3, k3, v3, scale, _masking(lead, q3, k3, mask, causal, bias))
+    flat_lse = lse.reshape(lse.size)
+    _replace[blocks(lse.size), THREADS](flat_lse, flat_lse, math.inf, -math.inf)
+    out, lse = out.reshape(*lead, q3.shape[1], v3.shape[2]), lse.reshape(*lead, q3.shape[1])
+    return _swap_heads(layout, out)[0], _swap_rows(layout, lse)
 
 
 def attention_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):
@@ -62,9 +72,31 @@ def attention_backward(g, o, q, k, v, mask=None, causal=False, scale=None, bias=
         return _swap_heads(layout, attention_backward(*_swap_heads(layout, g, o, q, k, v), mask, causal, scale,
                                                        bias))[0]
     (q3, k3, v3), lead, scale = _prepare(q, k, v, scale)
+    return _weight_grads(q3, k3, v3, lead, scale, *_backward_state(g, o, q3, k3, v3, lead, scale, mask, causal, bias))
+
+
+def attention_block_backward(g, q, k, v, lse, delta, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):
+    """The gradients (stacked as ``attention_backward``'s) of one block of keys of a larger attention, given its
+    queries' log-sum-exp L over all its keys and D = rowsum(dO ∘ O) − dL (``ops.cpu.attention``'s twin)."""
+    if tuple(lse.shape) != tuple(q.shape[:-1]) or tuple(delta.shape) != tuple(q.shape[:-1]):
+        raise ValueError(f"attention_block_backward needs lse and delta shaped {tuple(q.shape[:-1])}, the queries' "
+                         f"rows; got {tuple(lse.shape)} and {tuple(delta.shape)}")
+    if layout == "bthd":
+        return _swap_heads(layout, attention_block_backward(*_swap_heads(layout, g, q, k, v), *_swap_rows(
+            layout, lse, delta), mask, causal, scale, bias))[0]
+    (q3, k3, v3), lead, scale = _prepare(q, k, v, scale)
+    count, tq = q3.shape[:2]
+    rows = empty((count * tq,), q.dtype)                # L = −inf (no key) read as +inf: every P is then 0
+    _replace[blocks(rows.size), THREADS](rows, lse.reshape(count * tq), -math.inf, math.inf)
+    masks = _masking(lead, q3, k3, mask, causal, bias)
+    return _weight_grads(q3, k3, v3, lead, scale, g.reshape(count, tq, v3.shape[2]), rows.reshape(count, tq),
+                         delta.reshape(count, tq), masks)
+
+
+def _weight_grads(q3, k3, v3, lead, scale, g3, lse, row_dots, masks):
+    """dq, dk, dv stacked, from the rows' L and D: the kernels of a thread per key, then of a thread per query."""
     (count, tq, d), (tk, width) = q3.shape, v3.shape[1:]
-    g3, lse, row_dots, masks = _backward_state(g, o, q3, k3, v3, lead, scale, mask, causal, bias)
-    grads = full((3, count, max(tq, tk), max(d, width)), 0, q.dtype)
+    grads = full((3, count, max(tq, tk), max(d, width)), 0, q3.dtype)
     _backward_keys[_grid(count, tk), ATTENTION_TILE](grads[1], grads[2], g3, q3, k3, v3, lse, row_dots, scale,
                                                      *masks)
     _backward_queries[_grid(count, tq), ATTENTION_TILE](grads[0], g3, q3, k3, v3, lse, row_dots, scale, *masks)
@@ -89,6 +121,13 @@ def _swap_heads(layout, *xs):
     if layout not in LAYOUTS:
         raise ValueError(f"attention layout must be one of {LAYOUTS}, got {layout!r}")
     return xs if layout == "bhtd" else tuple(transpose(x, heads_swap(x.ndim)) for x in xs)
+
+
+def _swap_rows(layout, *xs):
+    """Rows' values (..., T, H) ↔ (..., H, T) when the layout is "bthd"; one array, or a tuple of several."""
+    swapped = xs if layout == "bhtd" else tuple(transpose(x, tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
+                                                for x in xs)
+    return swapped[0] if len(swapped) == 1 else swapped
 
 
 def _backward_state(g, o, q3, k3, v3, lead, scale, mask, causal, bias):
@@ -242,6 +281,13 @@ def _forward(out, lse, q, k, v, scale, lowest, mask, mask_strides, shape, causal
                 for c in range(dv):
                     out[b, i, c] = o[c] / total if total != zero else zero       # NaN too
                 lse[b, i] = m + math.log(total) if total != zero else plus_inf
+
+
+@cuda.jit
+def _replace(out, x, old, new):
+    """out = x, with new where x == old (flat arrays; out may be x)."""
+    for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+        out[i] = new if x[i] == old else x[i]
 
 
 @cuda.jit

@@ -119,3 +119,23 @@ def test_a_bias_matches_the_cpu_kernels_values_and_gradients(causal, rng):
         np.testing.assert_allclose(got, host_kernel(g, host(out), q, k, v, None, causal, None, bias), rtol=1e-10,
                                    atol=1e-12)
         assert np.isfinite(got).all()
+
+
+@pytest.mark.parametrize("layout", ["bhtd", "bthd"])
+def test_log_sum_exp_and_block_backward_match_the_cpu_kernels(layout, rng):
+    """attention_lse (−inf for the query that sees nothing) and one key block's backward given L and D."""
+    shapes = ((B, H, TQ, D), (B, H, TK, D), (B, H, TK, DV), (B, H, TQ, DV)) if layout == "bhtd" else \
+        ((B, TQ, H, D), (B, TK, H, D), (B, TK, H, DV), (B, TQ, H, DV))
+    q, k, v, g = (rng.standard_normal(s) for s in shapes)
+    mask = padding_mask(rng)
+    out, lse = fused.attention_lse(*on_device(q, k, v), on_device(mask), True, layout=layout)
+    expected_out, expected_lse = cpu.attention_lse(q, k, v, mask, True, layout=layout)
+    np.testing.assert_allclose(host(out), expected_out, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(np.isneginf(host(lse)), np.isneginf(expected_lse))
+    assert np.isneginf(expected_lse).any()
+    np.testing.assert_allclose(host(lse), expected_lse, rtol=1e-12)
+    delta = rng.standard_normal(expected_lse.shape)
+    grads = fused.attention_block_backward(*on_device(g, q, k, v, expected_lse, delta), on_device(mask), True,
+                                           layout=layout)
+    np.testing.assert_allclose(host(grads), cpu.attention_block_backward(g, q, k, v, expected_lse, delta, mask, True,
+                                                                         layout=layout), rtol=1e-10, atol=1e-12)

@@ -71,6 +71,25 @@ def test_kernels_match_the_reference(case, dtype, rng):
     assert not padding.any()
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_the_log_sum_exp_of_every_row(case, rng):
+    """attention_lse: the output of ``attention`` bit for bit, and L = log Σ_j exp(z_j) over the keys a query sees,
+    −inf for a query that sees none (masked, causal with Tq > Tk, or no keys)."""
+    q, k, v, mask, causal, _ = make(case, np.float64, rng)
+    o, lse = kernels.attention_lse(q, k, v, mask, causal)
+    assert np.array_equal(o, kernels.attention(q, k, v, mask, causal)) and lse.shape == q.shape[:-1]
+    (tq, d), tk = q.shape[-2:], k.shape[-2]
+    sees = np.broadcast_to(True if mask is None else mask, q.shape[:-1] + (tk,))
+    if causal:
+        sees = sees & (np.arange(tk) <= np.arange(tq)[:, None] + tk - tq)
+    z = np.where(sees, q @ k.swapaxes(-1, -2) / math.sqrt(d), -np.inf)
+    peak = z.max(-1, initial=-np.inf)
+    with np.errstate(invalid="ignore", divide="ignore"):      # a query that sees nothing: −inf − (−inf), log 0
+        expected = peak + np.log(np.exp(z - peak[..., None]).sum(-1))
+    np.testing.assert_array_equal(np.isneginf(lse), ~sees.any(-1))
+    np.testing.assert_allclose(lse[sees.any(-1)], expected[sees.any(-1)], rtol=1e-12)
+
+
 @pytest.mark.parametrize("case", [c for c in CASES if len(CASES[c][0]) == 2 and CASES[c][1]])
 def test_the_tokens_first_layout_computes_the_same_bits(case, rng):
     """layout="bthd" reads q (B, T, H, d) as the heads-first kernels read (B, H, T, d), the last batch axis being
