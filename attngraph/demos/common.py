@@ -5,7 +5,7 @@ writes. A demo module holds its own model, data and evaluation, and reads like t
         parser = demo_parser("copy", __doc__, steps=1500)          # --out, --steps, --seed, --threads
         run = Run(parser, argv)                                    # parses, sets threads, starts the clock
         trainer = run.train(model, loss_fn, optimizer, batches)    # attngraph.train.Trainer, --steps steps
-        run.graph(ag.trace(model, **inputs))                       # graph.svg (and graph.dot)
+        run.graph(ag.trace(model, **inputs))                       # graph.svg (graph.dot without graphviz)
         run.heatmap("attention.svg", weights, source, target)      # attention heatmaps
         return run.finish(task=..., model=..., config=..., metrics={"heldout_exact_match": ...})
 
@@ -143,8 +143,8 @@ class Run:
         return self.trainer
 
     def graph(self, graph, filename: str = "graph.svg", **options) -> Path | None:
-        """Draw ``graph`` (``Graph.render``'s options); the .dot beside it is written even without graphviz,
-        in which case a warning replaces the SVG."""
+        """Draw ``graph`` (``Graph.render``'s options); without graphviz the .dot is written instead, with a
+        warning."""
         try:
             return graph.render(self.path(filename), **options)
         except RenderError as e:

@@ -19,8 +19,8 @@ Options, shared by all three entry points:
 A fused node (the compiler's, in a graph from ``core.passes.optimize``) shows its ops as one formula of its
 inputs ``[0]``, ``[1]``, …, and lists them with their source lines in its tooltip; ``core.passes.unfuse``
 expands it into them. Node ids are the graph's (``n17``); a collapsed call takes its first node's (``m17``). The same graph and
-options give byte-identical DOT, hence identical SVG from the same graphviz. The ``.dot`` file is always
-written first, so a machine without ``dot`` still gets the description.
+options give byte-identical DOT, hence identical SVG from the same graphviz. A machine without ``dot`` still gets
+the description: the ``.dot`` file is written beside the picture asked for when laying it out fails.
 """
 from __future__ import annotations
 
@@ -64,16 +64,34 @@ def format_of(path: Path) -> str:
 
 @graph_method("render")
 def render_graph(graph: Graph, path, **options) -> Path:
-    """Write ``graph`` to ``path``; the format comes from the suffix (.svg, .png, .pdf, .dot). The ``.dot``
-    beside it is always written, even when laying it out fails."""
+    """Write ``graph`` to ``path``; the format comes from the suffix (.svg, .png, .pdf, .dot). Only that file is
+    written, unless laying it out fails (no ``dot``): then the ``.dot`` beside it is, and the error says where.
+    A path that cannot be written (under a file, without permission) raises ``RenderError``."""
     path = Path(path)
     fmt = format_of(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    source, dot_path = to_dot(graph, **options).source, path.with_suffix(".dot")
-    dot_path.write_text(source, encoding="utf-8")
-    if fmt != "dot":
-        path.write_bytes(_layout(source, fmt, f"{fmt.upper()} (the .dot file was written to {dot_path})"))
+    source = to_dot(graph, **options).source
+    if fmt == "dot":
+        _write(path, source.encode())
+        return path
+    dot_path = path.with_suffix(".dot")
+    try:
+        picture = _layout(source, fmt, f"{fmt.upper()} (the .dot file was written to {dot_path})")
+    except RenderError:
+        _write(dot_path, source.encode())
+        raise
+    _write(path, picture)
     return path
+
+
+def _write(path: Path, data: bytes) -> None:
+    """``data`` into ``path``, its folder made if need be; the file system's refusal as ``RenderError``."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    except OSError as e:
+        blocker = next((p for p in path.parents if p.is_file()), None)
+        raise RenderError(f"cannot write {path}: " + (f"{blocker} is a file, not a folder" if blocker else
+                                                      e.strerror or str(e))) from None
 
 
 @graph_method("_repr_svg_")
@@ -141,8 +159,8 @@ class _Drawing:
         for child in self.children.get(path, []):
             call = child[-1]
             name = f"cluster_{'grad_' if call.backward else ''}{call.scope}" + (f"#{call.index}" if call.index else "")
-            with parent.subgraph(name=name) as sub:
-                sub.attr(label=self.title(call), tooltip=call.scope, labelloc="t",
+            with parent.subgraph(name=_plain(name)) as sub:
+                sub.attr(label=_plain(self.title(call)), tooltip=_plain(call.scope), labelloc="t",
                          **(style.BACKWARD_CLUSTER if call.backward else style.CLUSTER))
                 self.cluster(sub, child)
 
@@ -302,3 +320,9 @@ def attribute_text(value, limit: int | None = 24) -> str:
 def _escape(text: str) -> str:
     """Graphviz reads backslashes in strings as escapes (``\\n``, ``\\l``)."""
     return text.replace("\\", "\\\\")
+
+
+def _plain(text: str) -> str:
+    """A module's name or path as DOT text, as it is: backslashes escaped, and never read as an HTML-like label
+    (``<b>``)."""
+    return graphviz.nohtml(_escape(text))

@@ -164,7 +164,9 @@ def test_gradient_norms_after_a_training_step_and_parameter_nodes(model):
 def test_output_is_byte_identical_across_runs(tmp_path):
     first, second = (render_graph(forward_graph(), tmp_path / f"{k}.svg", roll=True) for k in "ab")
     assert first.read_bytes() == second.read_bytes()
-    assert (tmp_path / "a.dot").read_bytes() == (tmp_path / "b.dot").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.svg", "b.svg"]       # no .dot unasked
+    first, second = (render_graph(forward_graph(), tmp_path / f"{k}.dot", roll=True) for k in "ab")
+    assert first.read_bytes() == second.read_bytes()
 
 
 def test_node_ids_are_plain(full_svg):
@@ -215,3 +217,27 @@ def test_every_family_of_primitives_has_a_colour_of_its_own():
     families = {prim.family for prim in REGISTRY.values()}
     assert families <= set(FAMILIES), sorted(families - set(FAMILIES))
     assert len({colour for _, colour in FAMILIES.values()}) == len(FAMILIES)
+
+
+@pytest.mark.parametrize("name", ["a\\", "a\\l", "<!--x", "<!--<script>", "<b>", 'x"y'])
+def test_module_names_are_drawn_as_they_are(tmp_path, name):
+    """A module's name is DOT text, never an escape (a trailing backslash broke the file) or HTML-like label."""
+    class Model(ag.Module):
+        def __init__(self):
+            super().__init__()
+            setattr(self, name, ag.nn.Linear(3, 3))
+
+        def forward(self, x):
+            return ag.sum(getattr(self, name)(x))
+
+    graph = ag.trace(Model(), x=ag.Input((2, 3)))
+    for options in ({}, {"depth": 1}, {"view": "both"}):
+        svg = ET.fromstring(render_graph(graph, tmp_path / "g.svg", **options).read_text())
+        assert name in "".join(svg.itertext())
+
+
+def test_a_path_under_a_file_is_a_render_error(graph, tmp_path):
+    (tmp_path / "file").write_text("")
+    for suffix in ("svg", "dot"):
+        with pytest.raises(RenderError, match="file is a file, not a folder"):
+            render_graph(graph, tmp_path / "file" / f"g.{suffix}")
