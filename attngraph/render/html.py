@@ -33,7 +33,6 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -43,12 +42,10 @@ import numpy as np
 from ..core.graph import Graph, Node, graph_method
 from ..errors import RenderError
 from ..inspect.attention import attention_maps, by_example
-from ..inspect.calls import Call, is_backward, is_within, short_name
-from ..inspect.flops import binding, describe_binding, format_count, node_flops
-from ..inspect.summary import shape_text, summary
-from . import style
-from .graph import DTYPES, attribute_text
-from .picture import BUDGET, Box, Picture, picture
+from ..inspect.flops import binding, describe_binding, format_count
+from ..inspect.summary import summary
+from .outline import outline
+from .picture import BUDGET, picture
 
 VIEW_BUDGET = 3 * BUDGET    # boxes shown at first; more than a static drawing holds, since the page folds and zooms
 
@@ -94,7 +91,7 @@ def to_html(graph: Graph, path=None, *, inputs: dict | None = None,
     names = dict(vocabulary) if isinstance(vocabulary, Mapping) else dict(enumerate(vocabulary or ()))
     bindings = binding(graph, **{**_example_sizes(graph, inputs or {}), **sizes})
     shown = picture(graph, view, depth, roll, budget, parameter_nodes)
-    data = {**_outline(graph, view, shown, bindings, parameter_nodes),
+    data = {**outline(graph, view, shown, bindings, parameter_nodes),
             "attention": _attention(graph, inputs, names) if inputs is not None else [],
             "note": "" if inputs is not None else "No example inputs were given: to_html(graph, inputs={...}) "
                                                   "shows the attention weights of a run."}
@@ -117,91 +114,9 @@ def check_path(path: Path) -> None:
 
 
 def script_json(data) -> str:
-    """``data`` as JSON that a <script> element holds as it is: every ``<`` escaped (``\u003c``), so that no
+    """``data`` as JSON that a <script> element holds as it is: every ``<`` escaped (``\\u003c``), so that no
     text (a token ``</script>`` or ``<!--``) ends or changes the element."""
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c")
-
-
-def _outline(graph: Graph, view: str, shown: Picture, bindings: dict[str, int], parameter_nodes: bool) -> dict:
-    """What the page lays out: every box of the full-depth picture, every module frame (``c0``, ``c1``, …, with
-    its parent frame, ``""`` at the top), the chains of identical blocks as frames of their own (``r0``, …)
-    around their copies, the edges and the ties of gradients to their forward boxes; which frames start folded
-    (those ``shown`` draws as one box) and the details of every box and frame."""
-    full = picture(graph, view, None, False, math.inf, parameter_nodes)
-    chains = picture(graph, view, None, True, math.inf, parameter_nodes).copies
-    parameters = [n for n in graph.nodes if n.kind == "parameter"]
-    ids = {path: f"c{i}" for i, path in enumerate(full.clusters)}
-    parent = {path: ids.get(path[:-1], "") for path in full.clusters}
-    members: dict[tuple[Call, ...], list[Node]] = {}
-    for box in full.boxes:
-        for i in range(1, len(box.cluster) + 1):
-            members.setdefault(box.cluster[:i], []).extend(box.nodes)
-    frames = []
-    for number, (first, chain) in enumerate(chains.items()):
-        paths = [path for path in full.clusters if path[-1] in chain]
-        frames.append({"id": f"r{number}", "parent": parent[paths[0]], "kind": "repeat",
-                       "label": f"{short_name(first.scope)} … {short_name(chain[-1].scope)} ×{len(chain)}",
-                       "folded": first in shown.copies, "backward": first.backward})
-        parent.update({path: f"r{number}" for path in paths})
-    folded_depth = shown.depth or math.inf
-    frames += [{"id": ids[path], "parent": parent[path], "kind": "module", "label": _frame_label(path[-1], shown),
-                "folded": len(path) >= folded_depth, "backward": path[-1].backward} for path in full.clusters]
-    details = {ids[path]: _module_details(path[-1].scope, members[path], parameters, bindings)
-               for path in full.clusters}
-    details.update({f"r{number}": _module_details(first.scope.rpartition(".")[0], [n for path in members
-                    if path[-1] in chain for n in members[path]], parameters, bindings)
-                    for number, (first, chain) in enumerate(chains.items())})
-    details.update({box.id: _node_details(box.node, parameters, bindings) for box in full.boxes})
-    return {"boxes": [_box(box, ids.get(box.cluster, ""), bindings) for box in full.boxes],
-            "frames": frames,
-            "edges": [[e.tail.id, e.head.id, shape_text(e.value)] for e in full.edges],
-            "ties": [[forward.id, backward.id] for forward, backward in full.ties],
-            "details": details}
-
-
-def _frame_label(call: Call, shown: Picture) -> str:
-    """``attn``, ``∇ norm1``, ``cell (call 3 of 9)``."""
-    calls = shown.calls[(call.scope, call.backward)]
-    return ("∇ " if call.backward else "") + short_name(call.scope) + (
-        f" (call {call.index + 1} of {calls})" if calls > 1 else "")
-
-
-def _box(box: Box, frame: str, bindings: dict[str, int]) -> dict:
-    """A box as the page draws it: its title and the shape it makes, its frame and its colours."""
-    node = box.node
-    look = style.node_style(node.kind, node.op, is_backward(node))
-    return {"id": box.id, "frame": frame, "title": _title(node), "kind": node.kind,
-            "text": f"{shape_text(node)} {DTYPES.get(node.dtype.name, node.dtype.name)}", "fill": look["fillcolor"], "stroke": look["color"],
-            "flops": node_flops(node, bindings)}
-
-
-def _title(node: Node) -> str:
-    return node.name if node.kind in ("input", "parameter", "output") else node.op
-
-
-def _module_details(scope: str, nodes: list[Node], parameters: list[Node], bindings: dict[str, int]) -> dict:
-    """What the details panel lists for a module frame, and the fields the search reads."""
-    ops = Counter(n.op for n in nodes if n.kind == "call")
-    return {"title": scope or "(root)", "kind": "module", "op": "module", "name": "", "scope": scope,
-            "ops": ", ".join(f"{op} ×{count}" for op, count in sorted(ops.items())),
-            "FLOPs": format_count(sum(node_flops(n, bindings) for n in nodes), "FLOPs"),
-            "parameters": [_parameter(p) for p in parameters if is_within(p.scope, scope)]}
-
-
-def _node_details(node: Node, parameters: list[Node], bindings: dict[str, int]) -> dict:
-    """What the details panel lists for a box: op, shape, dtype, FLOPs, scope, source line, parameters, inputs,
-    attributes and the forward node of a gradient."""
-    return {"title": _title(node), "kind": node.kind, "op": node.op, "name": node.name or "", "scope": node.scope,
-            "shape": shape_text(node), "dtype": node.dtype.name,
-            "FLOPs": format_count(node_flops(node, bindings), "FLOPs"), "source": node.source,
-            "parameters": [_parameter(p) for p in (node, *node.inputs) if p.kind == "parameter"],
-            "inputs": [f"{x.name or x.label} ({x.op}) {shape_text(x)} {x.dtype.name}" for x in node.inputs],
-            "attributes": [f"{k}={attribute_text(v, None)}" for k, v in node.attrs.items()],
-            "gradient of": node.grad_of.describe() if node.grad_of is not None else ""}
-
-
-def _parameter(p: Node) -> str:
-    return f"{p.name}  {shape_text(p)}  ({p.value.size:,})"
 
 
 def _example_sizes(graph: Graph, inputs: dict) -> dict[str, int]:

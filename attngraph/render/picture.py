@@ -195,3 +195,25 @@ def _signature(call: Call, nodes: list[Node]) -> list:
     return [(n.op, n.scope[start:], n.shape, n.dtype,
              sorted((k, repr(v)) for k, v in n.attrs.items() if k != "key"),    # dropout's key numbers the node
              [index.get(x, (x.kind, x.shape)) for x in n.inputs]) for n in nodes]
+
+
+def repeated_runs(signatures: list, keep=lambda unit, count: True) -> list[tuple[int, int, int]]:
+    """Runs of a unit repeated back to back in ``signatures`` (the steps of a recurrent loop among a module's
+    calls and ops): ``(start, period, count)`` with count ≥ 2 and ``keep(unit, count)``, disjoint, in order. The run
+    covering the most items is taken first (the shorter unit, then the earlier start, on a tie), then the
+    runs in what lies before and after it."""
+    best = None
+    for period in range(1, len(signatures) // 2 + 1):
+        for start in range(len(signatures) - 2 * period + 1):
+            unit = signatures[start:start + period]
+            count = 1
+            while signatures[start + count * period:start + (count + 1) * period] == unit:
+                count += 1
+            if count > 1 and (best is None or count * period > best[1] * best[2]) and keep(unit, count):
+                best = (start, period, count)
+    if best is None:
+        return []
+    start, period, count = best
+    end = start + period * count
+    return [*repeated_runs(signatures[:start], keep), best,
+            *((s + end, p, c) for s, p, c in repeated_runs(signatures[end:], keep))]

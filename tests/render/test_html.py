@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 import attngraph as ag
-from attngraph import models
+from attngraph import models, nn
 from attngraph.cli import main
 from attngraph.core import functional as F
 from attngraph.inspect import attention_maps, format_count, node_flops
 from attngraph.render import RenderError
 from attngraph.render.html import VIEW_BUDGET, to_html
-from attngraph.render.picture import picture
+from attngraph.render.picture import picture, repeated_runs
 
 pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot lays out the graph")
 CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
@@ -76,24 +76,73 @@ def page(page_path):
     return Page(page_path.read_text(encoding="utf-8"))
 
 
-def test_the_page_carries_every_box_and_module_call_nested_and_folds_them_at_render_s_depth():
-    model = models.get("han", tiny=True)
-    graph = ag.trace(model, **models.spec("han").inputs(model))
-    data = Page(to_html(graph)).data
-    full, shown = picture(graph, budget=10**9, roll=False), picture(graph, budget=VIEW_BUDGET)
-    assert shown.depth == 1 and len(shown.boxes) < len(full.boxes)
-    assert [b["id"] for b in data["boxes"]] == [b.id for b in full.boxes]
+class Cell(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.input, self.hidden = nn.Linear(4, 4), nn.Linear(4, 4)
+
+    def forward(self, x, h):
+        return ag.tanh(self.input(x) + self.hidden(h))
+
+
+class Encoder(nn.Module):
+    """A recurrent loop: cell called at each of the 3 steps."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = Cell()
+
+    def forward(self, xs):
+        h = xs[:, 0] * 0.0
+        for t in range(3):
+            h = self.cell(xs[:, t], h)
+        return h
+
+
+class Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder, self.head = Encoder(), nn.Linear(4, 2)
+
+    def forward(self, xs):
+        return self.head(self.encoder(xs))
+
+
+@pytest.fixture(scope="module")
+def recurrent():
+    """The page of a recurrent model drawn at depth 1, its frames by id and the frames' titles."""
+    graph = ag.trace(Recurrent(), xs=np.ones((2, 3, 4), np.float32))
+    data = Page(to_html(graph, depth=1)).data
     frames = {f["id"]: f for f in data["frames"]}
-    assert len(frames) == len(full.clusters) and all(f["parent"] in frames or f["parent"] == "" for f in frames.values())
+    return graph, data, frames, {i: data["details"][i]["title"] for i in frames}
+
+
+def test_the_page_carries_every_box_and_module_call_nested_and_folds_them_at_render_s_depth(recurrent):
+    graph, data, frames, titles = recurrent
+    full = picture(graph, budget=10**9, roll=False)
+    assert [b["id"] for b in data["boxes"]] == [b.id for b in full.boxes]
+    assert {"encoder", "encoder.cell", "encoder.cell.input", "head"} <= set(titles.values())
+    assert all(f["parent"] in frames or f["parent"] == "" for f in frames.values())
     assert all(b["frame"] in frames or b["frame"] == "" for b in data["boxes"])
-    titles = {f["id"]: data["details"][f["id"]]["title"] for f in frames.values()}
-    encoder = next(i for i, t in titles.items() if t == "word_encoder")
-    cells = [f for f in frames.values() if f["parent"] == encoder and titles[f["id"]] == "word_encoder.cell"]
-    assert [c["label"] for c in cells] == [f"cell (call {k} of {len(cells)})" for k in range(1, len(cells) + 1)]
-    assert frames[encoder]["folded"] and all(c["folded"] for c in cells)        # folded at depth 1, unfoldable
-    assert [f for f in frames.values() if not f["folded"]] == []
+    cells = [f for i, f in frames.items() if titles[i] == "encoder.cell"]
+    assert [c["label"] for c in cells] == ["cell (call 1 of 3)", "cell (call 2 of 3)", "cell (call 3 of 3)"]
+    assert all(f["folded"] for f in frames.values())            # folded at depth 1, every one unfoldable
     ids = {b["id"] for b in data["boxes"]}
     assert data["edges"] and all(tail in ids and head in ids for tail, head, _ in data["edges"])
+
+
+def test_the_steps_of_a_recurrent_loop_are_rolled_into_one_frame(recurrent):
+    _, data, frames, titles = recurrent
+    [run] = [f for f in frames.values() if f["label"] == "step ×3"]
+    assert titles[run["parent"]] == "encoder" and run["kind"] == "repeat" and run["folded"]
+    steps = [f for f in frames.values() if f["parent"] == run["id"]]
+    assert [s["label"] for s in steps] == ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
+    for k, step in enumerate(steps):                        # step k holds call k of the cell, and its ops
+        assert [f["label"] for f in frames.values() if f["parent"] == step["id"]] == [f"cell (call {k + 1} of 3)"]
+        assert [b["title"] for b in data["boxes"] if b["frame"] == step["id"]] == ["getitem"]
+    weights = [p.split()[0] for p in data["details"][steps[1]["id"]]["parameters"]]
+    assert weights == ["encoder.cell.input.weight", "encoder.cell.input.bias", "encoder.cell.hidden.weight",
+                       "encoder.cell.hidden.bias"]
 
 
 def test_a_chain_of_identical_blocks_is_a_frame_marked_with_its_length():
@@ -104,6 +153,13 @@ def test_a_chain_of_identical_blocks_is_a_frame_marked_with_its_length():
     assert chain["label"] == "layers.0 … layers.2 ×3" and chain["folded"]
     assert [frames[f]["label"] for f in frames if frames[f]["parent"] == chain["id"]] == \
         ["layers.0", "layers.1", "layers.2"]
+
+
+def test_repeated_runs_finds_the_longest_run_then_those_around_it():
+    assert repeated_runs(list("xabcabcabcyzz")) == [(1, 3, 3), (11, 1, 2)]
+    assert repeated_runs(list("xabcabcabcyzz"), keep=lambda unit, count: len(unit) > 1) == [(1, 3, 3)]
+    assert repeated_runs(list("ababcdcdcd")) == [(0, 2, 2), (4, 2, 3)]
+    assert repeated_runs(list("aaaa")) == [(0, 1, 4)] and repeated_runs(list("abc")) == []
 
 
 def test_a_box_details_give_op_shape_flops_scope_source_and_parameters(transformer, page):
@@ -290,6 +346,8 @@ const click = target => target.dispatchEvent(new MouseEvent("click", {bubbles: t
 const key = name => document.dispatchEvent(new KeyboardEvent("keydown", {key: name, bubbles: true}));
 const decoder = frameOf("decoder");
 result.open = {boxes: Number(pane.dataset.boxes), height: scene.getBBox().height};
+result.start = inPane();
+key("f");
 result.fitted = inPane();
 click(document.querySelector(`[data-id="${decoder}"] .frame-title`));
 result.folded = {boxes: Number(pane.dataset.boxes), height: scene.getBBox().height,
@@ -343,7 +401,8 @@ def _probe(page_text: str, probe: str, tmp_path) -> dict:
 def test_the_script_runs_and_its_controls_work(page, page_path, tmp_path):
     result = _probe(page_path.read_text(encoding="utf-8"), PROBE, tmp_path)
     assert result["ready"] == "ready" and result["error"] is None
-    fitted, refitted = result["fitted"], result["refitted"]
+    fitted, refitted, start = result["fitted"], result["refitted"], result["start"]
+    assert start["top"] == pytest.approx(10) and start["height"] > 1       # a tall graph starts readable, at its top
     for fit in (fitted, refitted):      # the whole graph in the pane, filling its width or its height
         assert min(fit["left"], fit["right"], fit["top"], fit["bottom"]) >= -1 and max(fit["width"], fit["height"]) > .9
     decoder = {d for d, details in page.data["details"].items() if details["scope"].startswith("decoder")}

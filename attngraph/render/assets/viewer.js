@@ -265,11 +265,11 @@
       },
       zoomBy(factor) { const s = size(); this.zoomAt(view.k * factor, s.width / 2, s.height / 2); },
       panBy(dx, dy) { view.x += dx; view.y += dy; apply(); },
-      fit() {
-        const s = size();
-        view.k = Math.min(1.5, (s.width - 20) / view.width, (s.height - 20) / view.height);
+      fit(least = 0) {        // the whole scene, centred; or its top at scale `least` when fitting is smaller
+        const s = size(), fitting = Math.min(1.5, (s.width - 20) / view.width, (s.height - 20) / view.height);
+        view.k = Math.max(fitting, least);
         view.x = (s.width - view.width * view.k) / 2;
-        view.y = (s.height - view.height * view.k) / 2;
+        view.y = view.k > fitting ? 10 : (s.height - view.height * view.k) / 2;
         apply();
       },
       centreOn(x, y) {
@@ -427,7 +427,7 @@
       button("fold all", "fold every module into one box", foldAll(true)),
       button("unfold all", "show every box", foldAll(false))));
     redraw();
-    camera.fit();
+    camera.fit(0.6);
   }
 
   /* Wheel zooms about the pointer; a drag pans (and a click that moved is no click); keys pan and zoom. */
