@@ -202,3 +202,54 @@ def test_a_failure_while_folding_names_the_users_source_line():
     with pytest.raises(IndexError) as error:
         graph.compile()
     assert "tests/core/test_passes.py:" in "".join(error.value.__notes__)
+
+
+def fused_qkv_attention(form: str, heads: int = 2):
+    """nanoGPT's attention over one projection c_attn (d → 3d): heads split from (B, T, 3, H, d_h) transposed to
+    (3, B, H, T, d_h) and indexed ("5d"), or the projection split along its last axis, each part reshaped to
+    (B, T, H, d_h) and transposed ("split"); then ag.scaled_dot_product_attention and the heads merged back."""
+    def loss(x, w, wo):
+        b, t, d = x.shape
+        qkv = x @ w
+        if form == "5d":
+            qkv = ag.transpose(ag.reshape(qkv, (b, t, 3, heads, d // heads)), (2, 0, 3, 1, 4))
+            q, k, v = qkv[0], qkv[1], qkv[2]
+        else:
+            q, k, v = (ag.swapaxes(ag.reshape(p, (b, t, heads, d // heads)), 1, 2) for p in ag.split(qkv, d, -1))
+        y = ag.scaled_dot_product_attention(q, k, v, causal=True)
+        return ag.sum(ag.tanh(ag.reshape(ag.swapaxes(y, 1, 2), (b, t, d)) @ wo))
+    return loss
+
+
+@pytest.mark.parametrize("form", ["5d", "split"])
+def test_heads_split_from_one_fused_projection_are_read_in_place(rng, form):
+    """However the heads are split from nanoGPT's fused projection, the attention reads them in place and no
+    transpose of heads is left: the gradient's one copy is the stacked gradient laid out as the projection
+    (B, T, 3, H, d_h). Results bit for bit those of the graph as traced."""
+    x, w, wo = rng.standard_normal((2, 5, 8)), rng.standard_normal((8, 24)), rng.standard_normal((8, 8))
+    graph = ag.trace(fused_qkv_attention(form), x=x, w=w, wo=wo).grad(wrt=["x", "w", "wo"])
+    optimized = passes.optimize(graph)
+    moves = [(n.op, len(n.shape)) for n in optimized.topological_order() if n.op in ("transpose", "concat")]
+    assert moves == ([("transpose", 5)] if form == "5d" else [("concat", 3)])
+    assert {n.attrs.get("layout") for n in optimized.nodes if n.op.startswith("attention")} == {"bthd"}
+    for a, b in zip(Executable(graph)(x=x, w=w, wo=wo), Executable(optimized)(x=x, w=w, wo=wo)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_attention_called_on_heads_first_arrays_keeps_its_layout(rng):
+    """q, k and v that are no transposes of split heads (here: arrays the user gives heads first) stay heads first."""
+    q, k, v = (rng.standard_normal((2, 2, 5, 4)) for _ in range(3))
+    graph = ag.trace(lambda q, k, v: ag.sum(ag.scaled_dot_product_attention(q, k, v, causal=True)), q=q, k=k, v=v)
+    optimized = passes.optimize(graph.grad(wrt=["q", "k", "v"]))
+    assert ops(optimized)["attention_grad"] == 1
+    assert {n.attrs.get("layout", "bhtd") for n in optimized.nodes if n.op.startswith("attention")} == {"bhtd"}
+
+
+def test_concatenated_slices_of_one_array_are_the_array(rng):
+    """concat(x[0][None], x[1][None], ...) moved past the transposes around it is x (the rule the stacked attention
+    gradient needs), and a concatenation of transposed arrays becomes one transpose of their concatenation."""
+    x = rng.standard_normal((3, 4, 5))
+    graph = ag.trace(lambda x: ag.transpose(ag.stack([ag.transpose(x[i]) for i in range(3)], 1), (1, 0, 2)), x=x)
+    optimized = passes.optimize(graph)
+    assert ops(optimized) == {"transpose": 1}
+    np.testing.assert_array_equal(Executable(optimized)(x=x), Executable(graph)(x=x))

@@ -4,6 +4,7 @@ written as one loop over the nodes (see ``rewrite``):
   fold            constant subgraphs and shape-only ops evaluated once, at compile time
   fuse            transposes absorbed into matmuls, a bias add into the GELU after it
   fuse_attention  composed attention (and its gradient) into the fused flash-style primitive
+  read_heads_in_place  attention over heads split from projections made to read them where they are
   simplify        transpose and reshape chains composed, broadcasts left to the kernels, x·1, x+0 dropped
   cse             duplicate computations merged
   dce             nodes that no output depends on dropped
@@ -18,7 +19,7 @@ optimized graph keeps the scope, name, source line and ``grad_of`` of the user's
 errors and drawings name the user's code.
 """
 from ..graph import Graph
-from .attention import fuse_attention
+from .attention import fuse_attention, read_heads_in_place
 from .cse import cse
 from .dce import dce
 from .fold import fold
@@ -26,7 +27,7 @@ from .fuse import fuse
 from .fuse_elementwise import fuse_elementwise, unfuse
 from .simplify import simplify
 
-PASSES = (fold, fuse, fuse_attention, simplify, cse, dce, fuse_elementwise)
+PASSES = (fold, fuse, fuse_attention, read_heads_in_place, simplify, cse, dce, fuse_elementwise)
 
 
 def optimize(graph: Graph, fuse: bool = True) -> Graph:

@@ -16,10 +16,12 @@ for the gradient g of o, and becomes
   dq, dk, dv = the three parts of grads                      dkᵀ = transpose(dk)
   dz = attention_bias_grad(g, o, q, k, v[, mask], bias, ...) where the bias's gradient reads it
 
-When q, k and v are each ``transpose`` of heads split from a projection, (..., T, H, d) → (..., H, T, d), the
-primitives read the untransposed arrays (``layout="bthd"``) and their results are transposed back in the graph,
-where ``simplify`` cancels them against the transposes that merge the heads and those of the gradients: a
-layer's eight copies of its heads go (four forward, four backward).
+Then ``read_heads_in_place`` makes every attention primitive (those fused here and those the user called,
+``ag.scaled_dot_product_attention``) whose q, k and v are heads split from projections, (..., T, H, d) →
+(..., H, T, d), by a transpose or by indexing a transposed array, read the untransposed arrays
+(``layout="bthd"``); its results are transposed back in the graph, where ``simplify`` cancels them against the
+transposes that merge the heads and those of the gradients: a layer's eight copies of its heads go (four
+forward, four backward).
 
 A site is fused only when nothing else reads s, z, p, dp or ds (an attention map made an output keeps the
 composed graph), c is a positive scalar constant, a bias is float and does not widen the scores, q, k and
@@ -39,6 +41,7 @@ from ops.cpu.attention import heads_swap
 from ..graph import Graph, Node
 from ..primitive import lookup
 from ..prims.attention import extras, gradient_parts, packable
+from ..prims.movement import sliced_shape
 from .rewrite import rewrite
 
 
@@ -76,32 +79,20 @@ def fuse_attention(graph: Graph) -> Graph:
             return None if any(x is None for x in inputs) else copy(node, inputs)
         if node in site.inner:
             return None
-        split = [_split_heads(x) for x in (site.q, site.k, site.v)]
-        layout = "bthd" if all(split) else "bhtd"
-        operands = tuple(env[x] for x in (*(split if all(split) else (site.q, site.k, site.v)), *site.mask))
-        attrs = {"causal": site.causal, "scale": site.scale} | ({"layout": layout} if all(split) else {})
-
-        def fused(inputs, op):
-            shape, dtype = lookup(op).infer(*inputs, **attrs)
-            return copy(node, inputs, op=op, attrs=attrs, shape=shape, dtype=dtype)
-
-        def swapped(x):                         # (..., T, H, f) ↔ (..., H, T, f) when the primitives read bthd
-            return x if layout == "bhtd" else copy(node, (x,), op="transpose", attrs={"perm": heads_swap(len(x.shape))},
-                                                    shape=_swapped(x.shape))
+        operands = tuple(env[x] for x in (site.q, site.k, site.v, *site.mask))
+        attrs = {"causal": site.causal, "scale": site.scale}
         if node is site.output:
-            site.fused.append(fused(operands, "attention"))
-            output = swapped(site.fused[0])
+            site.fused.append(_made(copy, node, "attention", operands, attrs))
             weights = site.inner.index(node.inputs[0])
-            env.update({n: output for n in site.inner[:weights + 1]})    # it stands for the scores and weights too
-            return output
-        g = swapped(env[site.g])
+            env.update({n: site.fused[0] for n in site.inner[:weights + 1]})    # it stands for the scores and weights too
+            return site.fused[0]
+        backward = (env[site.g], site.fused[0], *operands)
         if site.gradients[node] == 3:
-            return fused((g, site.fused[0], *operands), "attention_bias_grad")
+            return _made(copy, node, "attention_bias_grad", backward, attrs)
         if len(site.fused) == 1:
-            site.fused.append(fused((g, site.fused[0], *operands), "attention_grad"))
+            site.fused.append(_made(copy, node, "attention_grad", backward, attrs))
         grads, part = site.fused[1], site.gradients[node]
-        index = gradient_parts(*operands[:3], grads, layout)[part]
-        value = swapped(copy(node, (grads,), op="getitem", attrs={"index": index}, shape=operands[part].shape))
+        value = _indexed(copy, node, grads, gradient_parts(*operands[:3], grads)[part])
         if part == 1:                           # the graph wants dkᵀ
             rank = len(node.shape)
             value = copy(node, (value,), op="transpose", attrs={"perm": tuple(range(rank - 2)) + (rank - 1, rank - 2)})
@@ -110,14 +101,82 @@ def fuse_attention(graph: Graph) -> Graph:
     return rewrite(graph, visit, env)
 
 
-def _swapped(shape: tuple) -> tuple:
-    return shape[:-3] + (shape[-2], shape[-3], shape[-1])
+def read_heads_in_place(graph: Graph) -> Graph:
+    """The attention primitives whose q, k and v are heads split from projections, (..., T, H, d) → (..., H, T, d),
+    made to read them in place (``layout="bthd"``), however the heads were split: ``transpose(reshape(x))`` per
+    projection, or ``qkv[i]`` of one projection reshaped to (B, T, 3, H, d) and transposed to (3, B, H, T, d)
+    (nanoGPT's fused ``c_attn``), which becomes ``x[:, :, i]`` of the reshaped projection. The output, the output
+    gradient g and the stacked gradients are swapped back by transposes, and the gradients' parts are read
+    through them (``through_transpose``): ``simplify`` cancels these against the transposes that split and merge
+    the heads in the user's graph and in its gradient."""
+    standins = set()                        # the transposes that stand for a heads-first stacked gradient
+
+    def visit(node, inputs, copy):
+        if node.op == "getitem" and inputs[0] in standins:
+            index, perm = through_transpose(inputs[0], node.attrs["index"])
+            part = _indexed(copy, node, inputs[0].inputs[0], index)
+            return copy(node, (part,), op="transpose", attrs={"perm": perm})
+        if node.op not in ATTENTION or node.attrs.get("layout", "bhtd") != "bhtd":
+            return copy(node, inputs)
+        first = 0 if node.op == "attention" else 2          # the gradients read g and o before q, k, v
+        heads = [_tokens_first(x, node, copy) for x in inputs[first:first + 3]]
+        if not all(heads):
+            return copy(node, inputs)
+        operands = (*[_swapped(copy, node, x) for x in inputs[:first]], *heads, *inputs[first + 3:])
+        made = _made(copy, node, node.op, operands, {**node.attrs, "layout": "bthd"})
+        if node.op == "attention_bias_grad":                # the scores' gradient: (..., H, Tq, Tk) either way
+            return made
+        swapped = _swapped(copy, node, made)
+        if node.op == "attention_grad":
+            standins.add(swapped)
+        return swapped
+
+    return rewrite(graph, visit)
 
 
-def _split_heads(x: Node) -> Node | None:
-    """y when x = transpose(y) swaps the tokens' and the heads' axes (``split_heads``), else None."""
-    rank = len(x.shape)
-    return x.inputs[0] if x.op == "transpose" and rank >= 3 and tuple(x.attrs["perm"]) == heads_swap(rank) else None
+ATTENTION = ("attention", "attention_grad", "attention_bias_grad")
+
+
+def _made(copy, node: Node, op: str, inputs: tuple, attrs: dict) -> Node:
+    shape, dtype = lookup(op).infer(*inputs, **attrs)
+    return copy(node, inputs, op=op, attrs=attrs, shape=shape, dtype=dtype)
+
+
+def _swapped(copy, node: Node, x: Node) -> Node:
+    """x with the tokens' and the heads' axes swapped: (..., T, H, f) ↔ (..., H, T, f)."""
+    perm = heads_swap(len(x.shape))
+    return copy(node, (x,), op="transpose", attrs={"perm": perm}, shape=tuple(x.shape[p] for p in perm))
+
+
+def _indexed(copy, node: Node, x: Node, index: tuple) -> Node:
+    return copy(node, (x,), op="getitem", attrs={"index": index}, shape=sliced_shape(x.shape, index))
+
+
+def _tokens_first(x: Node, node: Node, copy) -> Node | None:
+    """y (..., T, H, d) when x (..., H, T, d) is y with those axes swapped: the transpose's input, or a new
+    ``getitem`` of the array that x indexes through a transpose; None when x is neither."""
+    swap = heads_swap(len(x.shape)) if len(x.shape) >= 3 else None
+    if x.op == "transpose" and tuple(x.attrs["perm"]) == swap:
+        return x.inputs[0]
+    if x.op == "getitem" and x.inputs[0].op == "transpose":
+        moved = through_transpose(x.inputs[0], x.attrs["index"])
+        if moved is not None and moved[1] == swap:
+            return _indexed(copy, node, x.inputs[0].inputs[0], moved[0])
+    return None
+
+
+def through_transpose(t: Node, index: tuple) -> tuple[tuple, tuple] | None:
+    """(index', perm') with t[index] = x[index'].transpose(perm') for t = transpose(x, perm), an index of ints and
+    slices (None when it holds a new axis): the index moved to the axes of x, and what is left of the transpose."""
+    if any(item is None or item is Ellipsis for item in index):
+        return None
+    perm = tuple(t.attrs["perm"])
+    items = tuple(index) + (slice(None),) * (len(perm) - len(index))
+    moved = [slice(None)] * len(perm)
+    for axis, item in zip(perm, items):
+        moved[axis] = item
+    kept = [axis for axis, item in enumerate(moved) if not isinstance(item, int)]
+    return tuple(moved), tuple(kept.index(axis) for axis, item in zip(perm, items) if not isinstance(item, int))
 
 
 def _flags(node) -> tuple[bool, bool]:

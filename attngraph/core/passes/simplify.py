@@ -7,6 +7,10 @@
   Σᵢ scatter_slice(gᵢ, x[..., aᵢ:bᵢ])  →  concat(g₁, g₂, ...)   when the slices tile their axis
   Σₜ scatter_slice(gₜ, x[:, t])          →  concat(g₀[:, None], g₁[:, None], ...)   (every t, any order)
   x[:, 0], scatter_slice(g, x[:, 0])     →  reshape   when the index takes all of x (an axis of size 1)
+  reshape(transpose(x, p)) that inserts axes of size 1  →  transpose(reshape(x), p')
+  concat(transpose(x₁, p), transpose(x₂, p), ...)      →  transpose(concat(x₁, x₂, ...), p), and
+  concat(x[0:i], x[i:j], ...) or of x[k] reshaped      →  x, its sliced axis moved to the concatenation's,
+                                                          when the slices tile x along the axis in order
 
 Autodiff makes all of these: the gradient of ``x @ kᵀ`` with respect to k transposes the transposed k
 back; split and merged attention heads transpose twice in a row; the gradient of a sum is its output
@@ -14,8 +18,12 @@ gradient broadcast to the input's shape, which a loss Σ f(x) ∘ g then multipl
 of the constant 1 and a multiplication by it, a large share of a layer norm's training step; the gradient
 of a ``split`` (a GRU's three gates, an LSTM's four) is one zero-filled array per part, each written into
 and added to the others, where one concatenation of the parts' gradients does; so is that of a recurrent
-layer's time steps ``x[:, t]``, T arrays of x's full size each. Each transpose or broadcast
-is a copy; a reshape is free but still a step of the schedule.
+layer's time steps ``x[:, t]``, T arrays of x's full size each. The gradient of heads picked out of one
+transposed projection (nanoGPT's ``qkv[i]`` of (3, B, H, T, d)) stacks the heads' gradients back and
+transposes them: once the attention reads its heads in place, the stacking is the gradient node's own value,
+and its transposes compose into one. Each transpose or broadcast is a copy (moved past a reshape or a
+concatenation only when nothing else reads it, so that it is never made twice); a reshape is free but still a
+step of the schedule.
 """
 from functools import reduce
 
@@ -31,6 +39,19 @@ NEUTRAL = {("mul", 0): 1, ("mul", 1): 1, ("div", 1): 1, ("add", 0): 0, ("add", 1
 
 
 def simplify(graph: Graph) -> Graph:
+    """The rules applied over the graph twice: a rule may match what another made in the first round (the
+    concatenation of transposed parts that the tiling rule makes)."""
+    return _simplified(_simplified(graph))
+
+
+def _simplified(graph: Graph) -> Graph:
+    live = set(graph.topological_order())
+    users = {node: [u for u in readers if u in live] for node, readers in graph.users().items()}
+
+    def private(node) -> bool:
+        """Whether every input of ``node`` is read by it alone: moving a copy past it makes none twice."""
+        return all(users[x] == [node] for x in node.inputs)
+
     def visit(node, inputs, copy):
         if node.op == "transpose":
             (x,) = inputs
@@ -42,7 +63,26 @@ def simplify(graph: Graph) -> Graph:
             (x,) = inputs
             if x.op == "reshape":
                 x = x.inputs[0]
+            units = _inserted_units(x.shape, node.shape) if x.op == "transpose" and private(node) else None
+            if units is not None:
+                y = x.inputs[0]
+                raised = copy(node, (y,), attrs={"shape": y.shape + (1,) * len(units)}, shape=y.shape + (1,) * len(units))
+                new, old = iter(range(len(y.shape), len(raised.shape))), iter(x.attrs["perm"])
+                return copy(node, (raised,), op="transpose",
+                            attrs={"perm": tuple(next(new) if axis in units else next(old) for axis in range(len(node.shape)))})
             return x if x.shape == node.shape else copy(node, (x,))
+        if node.op == "concat" and private(node) and all(x.op == "transpose" for x in inputs) \
+                and len({tuple(x.attrs["perm"]) for x in inputs}) == 1:
+            perm, axis = tuple(inputs[0].attrs["perm"]), node.attrs["axis"]
+            parts = tuple(x.inputs[0] for x in inputs)
+            whole = _tiled(parts, perm[axis])
+            if whole is not None:                   # the parts were x's slices: x, its sliced axis moved
+                x, moved = whole
+                perm = tuple(moved[p] for p in perm)
+                return x if perm == tuple(range(len(perm))) else copy(node, (x,), op="transpose", attrs={"perm": perm})
+            joined = copy(node, parts, attrs={"axis": perm[axis]},
+                          shape=tuple(node.shape[perm.index(a)] for a in range(len(perm))))
+            return copy(node, (joined,), op="transpose", attrs={"perm": perm})
         if node.op in ("getitem", "scatter_slice") and _whole(node.attrs["index"], inputs[0].shape if
                                                                node.op == "getitem" else node.shape):
             return copy(node, inputs, op="reshape", attrs={"shape": node.shape})
@@ -65,6 +105,51 @@ def simplify(graph: Graph) -> Graph:
         return copy(node, inputs)
 
     return rewrite(graph, visit)
+
+
+def _inserted_units(before: tuple, after: tuple) -> list[int] | None:
+    """The axes of ``after`` that are axes of size 1 inserted into ``before`` when ``after`` is ``before`` with some
+    inserted (a reshape that moves no data past a transpose), else None."""
+    if len(after) <= len(before):
+        return None
+    units, matched = [], 0
+    for axis, size in enumerate(after):
+        if matched < len(before) and size == before[matched]:
+            matched += 1
+        elif size == 1:
+            units.append(axis)
+        else:
+            return None
+    return units if matched == len(before) else None
+
+
+def _tiled(parts: tuple, axis: int) -> tuple | None:
+    """(x, the permutation moving x's sliced axis to ``axis``) when the parts, in order, are x's slices along one
+    axis covering it: each ``x[..., i:j, ...]`` (that axis is ``axis``), or ``x[..., i, ...]`` reshaped to have an
+    axis of size 1 at ``axis``; else None."""
+    sources, start = set(), 0
+    for part in parts:
+        sliced = part.inputs[0] if part.op == "reshape" and part.inputs[0].op == "getitem" else part
+        if sliced.op != "getitem" or None in sliced.attrs["index"]:
+            return None
+        x, index = sliced.inputs[0], sliced.attrs["index"]
+        cut = [i for i, item in enumerate(index) if item != slice(None)]
+        if len(cut) != 1 or isinstance(x.shape[cut[0]], str):
+            return None
+        item = index[cut[0]]
+        begin, end, step = item.indices(x.shape[cut[0]]) if isinstance(item, slice) else (item, item + 1, 1)
+        kept = x.shape[:cut[0]] + x.shape[cut[0] + 1:]
+        shape = x.shape[:cut[0]] + (end - begin,) + x.shape[cut[0] + 1:] if isinstance(item, slice) else \
+            kept[:axis] + (1,) + kept[axis:]
+        if begin != start or step != 1 or part.shape != shape or isinstance(item, slice) and cut[0] != axis:
+            return None
+        sources.add((x, cut[0]))
+        start = end
+    if len(sources) != 1:
+        return None
+    ((x, sliced),) = sources
+    moved = [a for a in range(len(x.shape)) if a != sliced]
+    return (x, tuple(moved[:axis] + [sliced] + moved[axis:])) if start == x.shape[sliced] else None
 
 
 def _whole(index: tuple, shape: tuple) -> bool:
