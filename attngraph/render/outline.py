@@ -144,8 +144,9 @@ def _label(call: Call, shown: Picture) -> str:
 def _box(box, frame: str, bindings: dict[str, int]) -> dict:
     """A box as the page draws it: its title and the shape it makes, its frame, colours and FLOPs."""
     node = box.node
-    look = style.node_style(node.kind, node.op, is_backward(node))
-    return {"id": box.id, "frame": frame, "title": _title(node), "kind": node.kind,
+    backward = is_backward(node)
+    look = style.node_style(node.kind, node.op, backward)
+    return {"id": box.id, "frame": frame, "title": _title(node), "kind": node.kind, "backward": backward,
             "text": f"{shape_text(node)} {DTYPES.get(node.dtype.name, node.dtype.name)}",
             "fill": look["fillcolor"], "stroke": look["color"], "flops": node_flops(node, bindings)}
 

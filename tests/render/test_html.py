@@ -145,6 +145,17 @@ def test_the_steps_of_a_recurrent_loop_are_rolled_into_one_frame(recurrent):
                        "encoder.cell.hidden.bias"]
 
 
+def test_the_both_view_ties_each_forward_box_to_the_boxes_of_its_gradient():
+    model = Recurrent()
+    xs = np.ones((2, 3, 4), np.float32)
+    graph = ag.trace(lambda xs: ag.sum(model(xs)), xs=xs).grad()
+    data = Page(to_html(graph, view="both")).data
+    boxes = {b["id"]: b for b in data["boxes"]}
+    assert data["ties"] and all(not boxes[f]["backward"] and boxes[b]["backward"] for f, b in data["ties"])
+    assert all(data["details"][b]["gradient of"] for _, b in data["ties"])
+    assert {b["backward"] for b in boxes.values()} == {False, True}
+
+
 def test_a_chain_of_identical_blocks_is_a_frame_marked_with_its_length():
     model = models.get("gpt", tiny=True, layers=3)
     graph = ag.trace(model, **models.spec("gpt").inputs(model))

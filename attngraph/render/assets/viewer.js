@@ -168,11 +168,19 @@
       const inner = child && !child.folded ? layoutFrame(tree, child, levels) : null;
       const size = inner ? {width: Math.max(inner.width, textWidth(openTitle(child), "bold 10px sans-serif")) + 2 * LOOK.pad,
                             height: inner.height + LOOK.header + LOOK.pad} : boxSize(tree, id);
-      return {id, ...size, inner, order: child ? child.order : tree.boxes.get(id).order};
+      return {id, ...size, inner, order: (child ?? tree.boxes.get(id)).order, backward: (child ?? tree.boxes.get(id)).backward};
     }).sort((a, b) => a.order - b.order);
     const edges = [...(levels.get(frame.id) ?? [])].map(pair => pair.split("\n"));
-    const {place, width, height} = placeItems(items, edges);
-    items.forEach(item => Object.assign(item, place.get(item.id)));
+    const passes = [items.filter(item => !item.backward), items.filter(item => item.backward)].filter(p => p.length);
+    let width = 0, height = 0;
+    passes.forEach(pass => {        // the backward pass to the right of the forward one
+      const ids = new Set(pass.map(item => item.id));
+      const placed = placeItems(pass, edges.filter(([a, b]) => ids.has(a) && ids.has(b)));
+      const left = width ? width + 4 * LOOK.gap : 0;
+      pass.forEach(item => Object.assign(item, placed.place.get(item.id), {x: placed.place.get(item.id).x + left}));
+      width = left + placed.width;
+      height = Math.max(height, placed.height);
+    });
     return {width, height, items};
   }
 
@@ -382,6 +390,13 @@
       FIELDS.filter(key => box[key] !== undefined && box[key].length).forEach(key => list.append(
         element("dt", {}, key),
         element("dd", {}, ...[].concat(box[key]).map(line => element("div", {}, line)))));
+      const tied = data.ties.filter(pair => pair.includes(id)).map(([forward, backward]) => forward === id ? backward : forward);
+      if (tied.length) list.append(element("dt", {}, tied.some(other => data.details[other]["gradient of"]) ?
+        "its gradient" : "forward op"), element("dd", {}, ...tied.map(other => {
+        const link = button(`${data.details[other].title} ${other}`, "show this box", () => reveal(other));
+        link.classList.add("link");
+        return link;
+      })));
       details.replaceChildren(element("h2", {}, box.title, element("span", {class: "id"}, id)), list);
     }
 
