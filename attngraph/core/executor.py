@@ -276,13 +276,24 @@ def _schedule_roots(outputs: list[Node]) -> list[Node]:
     return [node for node in outputs if node not in gradients] + gradients[::-1]
 
 
+def _narrowed(name: str, array: np.ndarray, want: np.dtype) -> np.ndarray:
+    """An integer feed as the input's integer dtype, refused when a value does not fit it (an int32 input fed
+    2**32 + 1 would read row 1; a uint8 one fed -1, 255)."""
+    if not np.can_cast(array.dtype, want) and array.size:
+        info, low, high = np.iinfo(want), array.min(), array.max()
+        if low < info.min or high > info.max:
+            raise BindingError(f"input {name!r} is {want}, whose range [{info.min}, {info.max}] does not hold "
+                               f"the value {low if low < info.min else high} fed to it")
+    return array.astype(want)
+
+
 def _checked(name: str, node: Node, value, bindings: dict[str, int]) -> np.ndarray:
     """The fed value as an array of the input's dtype, its symbolic dimensions bound into ``bindings``."""
     array = np.asarray(value)
     want = node.dtype
     if array.dtype != want:
         if want.kind in "iu" and array.dtype.kind in "iu":
-            array = array.astype(want)
+            array = _narrowed(name, array, want)
         else:
             raise BindingError(f"input {name!r} must be {want}, got {array.dtype}"
                                + (f"; pass it as .astype(np.{want})" if want.kind == array.dtype.kind == "f" else ""))

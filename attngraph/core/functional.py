@@ -54,10 +54,11 @@ def as_node(x) -> Node:
     return constant(x).node
 
 
-def lift_scalars(*xs) -> list:
+def lift_scalars(op: str, *xs) -> list:
     """Turn Python numbers into 0-d constants that take the dtype of the tensors beside them (weak typing,
     as in JAX): a float joins a float tensor's dtype, an int an integer or float tensor's; else the
-    defaults float32 and int64."""
+    defaults float32 and int64. An int that the integer dtype cannot hold is a DTypeError naming ``op``
+    (``int8 + 1000``; torch wraps it round to -24 silently)."""
     dtypes = [x.dtype if isinstance(x, Tensor) else np.asarray(x).dtype for x in xs if not _is_python_number(x)]
     floats = [d for d in dtypes if d.kind == "f"]
     ints = [d for d in dtypes if d.kind in "iu"]
@@ -68,7 +69,12 @@ def lift_scalars(*xs) -> list:
         elif isinstance(x, float):
             out.append(constant(x, floats[0] if floats else np.float32))
         else:
-            out.append(constant(x, (floats or ints or [np.dtype(np.int64)])[0]))
+            dtype = (floats or ints or [np.dtype(np.int64)])[0]
+            if dtype.kind in "iu" and not np.iinfo(dtype).min <= x <= np.iinfo(dtype).max:
+                raise DTypeError(f"{op}: the Python int {x} does not fit the {dtype} tensor it meets, of range "
+                                 f"[{np.iinfo(dtype).min}, {np.iinfo(dtype).max}]: cast the tensor first, e.g. "
+                                 f".astype('int64') (at {user_source()})")
+            out.append(constant(x, dtype))
     return out
 
 
@@ -78,7 +84,7 @@ def _is_python_number(x) -> bool:
 
 def _binary(op):
     def apply(a, b):
-        return emit(op, *lift_scalars(a, b))
+        return emit(op, *lift_scalars(op, a, b))
     apply.__name__ = op
     return apply
 
@@ -145,12 +151,12 @@ def clip(x, lo=None, hi=None):
         lo, hi = (info.min if lo is None else lo), (info.max if hi is None else hi)
     else:
         lo, hi = (-math.inf if lo is None else float(lo)), (math.inf if hi is None else float(hi))
-    return emit("clip", *lift_scalars(x, lo, hi))
+    return emit("clip", *lift_scalars("clip", x, lo, hi))
 
 
 def where(cond, a, b):
     """``a`` where ``cond`` is True, else ``b`` (broadcasting all three)."""
-    return emit("where", *lift_scalars(cond, a, b))
+    return emit("where", *lift_scalars("where", cond, a, b))
 
 
 def astype(x, dtype):

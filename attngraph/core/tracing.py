@@ -178,8 +178,14 @@ def _display_path(filename: str) -> str:
 
 
 def add_node(op: str, inputs=(), attrs=None, shape=(), dtype="float32", **fields) -> Node:
-    """Append a node to the current graph with the current scope, source line and gradient context."""
+    """Append a node to the current graph with the current scope, source line and gradient context; an input
+    that is not the graph's own (a tensor kept from another trace) is a TracingError at the user's line."""
     graph = current_graph()
+    for node in inputs:
+        if node.id >= len(graph.nodes) or graph.nodes[node.id] is not node:
+            raise TracingError(f"{op} at {user_source()} takes {node.describe()}, a tensor of another trace (kept "
+                               "from an earlier ag.trace or value_and_grad): pass its value in as an input, or "
+                               "compute it inside this trace")
     fields.setdefault("scope", STATE.scopes[-1] if STATE.scopes else "")
     fields.setdefault("source", user_source())
     fields.setdefault("stop_gradient", STATE.no_grad > 0)

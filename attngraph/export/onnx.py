@@ -57,7 +57,13 @@ def export_onnx(graph: Graph, path, **sizes: int) -> Path:
     ``sizes`` fix symbolic dimensions (``T=128``) instead of leaving them to run time."""
     from ..train.files import write_atomically
     model, path = to_onnx(graph, **sizes), Path(path)
-    write_atomically(path, lambda f: f.write(model.SerializeToString()))
+    if path.is_dir():
+        raise ExportError(f"cannot write the ONNX model to {path}: it is a folder; name a file in it, such as "
+                          f"{path / 'model.onnx'}")
+    try:
+        write_atomically(path, lambda f: f.write(model.SerializeToString()))
+    except OSError as e:        # its file name may be the hidden temporary file beside the path
+        raise ExportError(f"cannot write the ONNX model to {path}: {e.strerror or e}") from e
     return path
 
 
@@ -261,9 +267,15 @@ def _attention(b, node, q, k, v, *extra, causal, scale, layout="bhtd"):
 
 
 def _gelu(b, node, x, bias=None, *, approximate):
-    """0.5 z (1 + erf(z / √2)), or 0.5 z (1 + tanh(√(2/π) (z + 0.044715 z³))), z = x (+ bias)."""
+    """0.5 z (1 + erf(z / √2)), or 0.5 z (1 + tanh(√(2/π) (z + 0.044715 z³))), z = x (+ bias); 0 below z = −10,
+    as attngraph's kernels (ops/cpu/mathfn.py), where the formula gives −inf · 0 = NaN at −inf."""
     z = x if bias is None else b.op("Add", x, bias)
+    return b.op("Where", b.op("Less", z, b.scalar(-10, node.dtype)), b.scalar(0, node.dtype),
+                _gelu_formula(b, node, z, approximate))
 
+
+def _gelu_formula(b, node, z, approximate):
+    """GELU's formula in ONNX ops (``_gelu``)."""
     def times(a, value):
         return b.op("Mul", a, b.scalar(value, node.dtype))
     if approximate == "tanh":
@@ -272,6 +284,14 @@ def _gelu(b, node, x, bias=None, *, approximate):
     else:
         phi = b.op("Erf", times(z, 1 / math.sqrt(2)))
     return b.op("Mul", times(z, 0.5), b.op("Add", phi, b.scalar(1, node.dtype)))
+
+
+def _max_pool2d(b, node, x, *, kernel, stride):
+    """MaxPool, NaN where the window holds a NaN as attngraph's (onnxruntime's MaxPool skips NaN): a MaxPool of
+    IsNaN picks those windows out."""
+    pooled = b.op("MaxPool", x, kernel_shape=list(kernel), strides=list(stride))
+    nan_window = b.op("MaxPool", b.cast(b.op("IsNaN", x), node.dtype), kernel_shape=list(kernel), strides=list(stride))
+    return b.op("Where", b.op("Greater", nan_window, b.scalar(0, node.dtype)), b.scalar(math.nan, node.dtype), pooled)
 
 
 def _getitem(b, node, x, index):
@@ -409,8 +429,7 @@ CONVERTERS: dict[str, Callable] = {
     "conv2d": lambda b, node, x, w, *, stride, padding, dilation: b.op(
         "Conv", x, w, strides=list(stride), pads=[padding[0], padding[2], padding[1], padding[3]],
         dilations=list(dilation)),
-    "max_pool2d": lambda b, node, x, *, kernel, stride: b.op("MaxPool", x, kernel_shape=list(kernel),
-                                                             strides=list(stride)),
+    "max_pool2d": _max_pool2d,
     "avg_pool2d": lambda b, node, x, *, kernel, stride: b.op("AveragePool", x, kernel_shape=list(kernel),
                                                              strides=list(stride)),
 }

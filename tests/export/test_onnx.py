@@ -83,6 +83,32 @@ def test_gelu_exact_and_tanh_with_and_without_the_bias_the_compiler_moves_in(mat
     matches(graph, *[dict(x=3 * normal(n, 4), w=normal(4, 4), b=normal(4)) for n in (2, 5)])
 
 
+def test_non_finite_values_as_attngraph_gives_them(matches):
+    """max_pool2d of a window holding NaN is NaN (onnxruntime's MaxPool alone skips it), gelu(-inf) is 0 in both forms
+    (the formula alone gives -inf · 0 = NaN), gelu(inf) inf; an all -inf log-softmax row is NaN in both."""
+    def f(x, r):
+        return (ag.max_pool2d(x, 2), ag.gelu(r, approximate="none"), ag.gelu(r), ag.log_softmax(r))
+    x = np.arange(32, dtype=np.float32).reshape(1, 2, 4, 4)
+    x[0, 0, 0, 1], x[0, 1, 3, 3], x[0, 1, 0, 0] = np.nan, np.inf, -np.inf
+    r = np.array([[-np.inf, np.inf, np.nan, -1e30, 1e30, -11.0, -9.0, 0.5], [-np.inf] * 8], np.float32)
+    graph = ag.trace(f, x=ag.Input((1, 2, 4, 4)), r=ag.Input((2, 8)))
+    pooled, exact, tanh, log_probs = graph.compile()(x=x, r=r)
+    assert np.isnan(pooled[0, 0, 0, 0]) and pooled[0, 1, 1, 1] == np.inf and np.isnan(log_probs[1]).all()
+    assert exact[0, 0] == tanh[0, 0] == 0 and exact[0, 1] == tanh[0, 1] == np.inf
+    with np.errstate(invalid="ignore", over="ignore"):
+        matches(graph, dict(x=x, r=r))
+
+
+def test_a_softmax_row_of_minus_inf_scores_is_the_documented_difference(run_onnx):
+    """attngraph's softmax of an unmasked all -inf row (an additive bias) is 0; onnxruntime's Softmax gives NaN, as
+    PyTorch. The README lists it beside the NaN contract."""
+    graph = ag.trace(lambda s: ag.softmax(s), s=ag.Input((2, 3)))
+    s = np.array([[-np.inf] * 3, [0.0, 1.0, -np.inf]], np.float32)
+    (got,), want = run_onnx(graph, dict(s=s)), graph.compile()(s=s)
+    assert (want[0] == 0).all() and np.isnan(got[0]).all()
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
+
+
 SLICES = [np.s_[:, ::-1], np.s_[:, -1], np.s_[:, 1:-1:2, ::-2], np.s_[..., None, 5:1:-2], np.s_[:, -100:2],
           np.s_[:, 10:], np.s_[:, -3:, -2], np.s_[None, :, 3], np.s_[:, 6:0:-3], np.s_[:, -1:-8:-1, 0],
           np.s_[:, :, -1:]]
@@ -206,6 +232,18 @@ def test_export_onnx_writes_a_file_that_onnxruntime_loads(tmp_path):
     x = normal(2, 3)
     got = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, dict(x=x))[0]
     np.testing.assert_allclose(got, np.tanh(x), rtol=1e-6)
+
+
+def test_writing_to_a_folder_or_an_unwritable_place_names_the_path(tmp_path):
+    """Not the OS's error about the hidden temporary file that the atomic write makes beside the path."""
+    graph = ag.trace(lambda x: ag.tanh(x), x=ag.Input((3,)))
+    with pytest.raises(ExportError, match=rf"cannot write the ONNX model to {re.escape(str(tmp_path))}: it is a folder"):
+        graph.export_onnx(tmp_path)
+    (tmp_path / "file").write_text("")
+    target = tmp_path / "file" / "model.onnx"          # under a file: no folder can be made there
+    with pytest.raises(ExportError, match=rf"cannot write the ONNX model to {re.escape(str(target))}: ") as error:
+        graph.export_onnx(target)
+    assert ".tmp" not in str(error.value)
 
 
 def test_without_the_onnx_package_the_error_says_how_to_install_it(monkeypatch, tmp_path):

@@ -359,3 +359,35 @@ def test_broadcast_gradients_have_their_inputs_shapes(a_shape, b_shape):
 def test_shapes_that_do_not_broadcast_raise():
     with pytest.raises(ag.ShapeError, match="broadcast"):
         ag.trace(ag.add, a=np.ones((2, 0)), b=np.ones((3,)))
+
+
+# Integers that do not fit: a feed refused when the graph runs, a Python number while tracing (torch wraps both).
+
+@pytest.mark.parametrize("dtype, value, bad", [
+    ("int32", [2 ** 32 + 1, 0], 2 ** 32 + 1), ("uint8", [-1, 0], -1), ("uint8", [256, 0], 256),
+    ("int32", np.array([2 ** 40, 1], np.uint64), 2 ** 40),
+])
+def test_an_integer_feed_that_does_not_fit_the_input_s_dtype_is_a_binding_error(dtype, value, bad):
+    graph = ag.trace(lambda t: t + 0, t=ag.Input((2,), dtype))
+    with pytest.raises(ag.BindingError, match=f"input 't' is {dtype}, whose range .* does not hold the value {bad}"):
+        graph.compile()(t=value)
+    assert graph.compile()(t=np.array([-1 if dtype == "int32" else 255, 7])).dtype == dtype     # values that fit
+
+
+@pytest.mark.parametrize("build, op", [(lambda x: x + 1000, "add"), (lambda x: ag.where(x > 0, x, -129), "where"),
+                                       (lambda x: ag.clip(x, hi=300), "clip")])
+def test_a_python_int_that_does_not_fit_the_tensor_s_dtype_names_the_op_and_line(build, op):
+    with pytest.raises(ag.DTypeError, match=rf"{op}: the Python int -?\d+ does not fit the int8 tensor .*test_peer_ops.py:\d+"):
+        ag.trace(build, x=ag.Input((3,), "int8"))
+
+
+def test_a_tensor_kept_from_another_trace_is_a_tracing_error_at_the_line_using_it():
+    kept = []
+
+    def first(x):
+        kept.append(x * 2)
+        return x + 1
+    ag.trace(first, x=ag.Input((3,)))
+    for second in (lambda x: x + kept[0], lambda x: ag.concat([ag.exp(x), x * 3, kept[0]])):
+        with pytest.raises(ag.TracingError, match=r"at .*test_peer_ops.py:\d+ takes node n\d+ \(mul.*another trace"):
+            ag.trace(second, x=ag.Input((3,)))
