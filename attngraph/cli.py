@@ -90,12 +90,18 @@ def _view(args) -> int:
     from .models.tokens import SPECIALS
     from .errors import RenderError
     from .render.html import check_path, to_html
-    out = Path(args.out or f"{args.model.rpartition(':')[2]}.html")
+    run = Path(args.model).is_dir()     # a run's output folder (runs/copy): its dashboard
+    out = Path(args.out or (Path(args.model) / "dashboard.html" if run else f"{args.model.rpartition(':')[2]}.html"))
     _check_writable(args, "--out", out, "model.html")
     try:
         check_path(out)
     except RenderError as e:
         args.parser.error(f"--out {out}: {e}")
+    if run:
+        from .render.dashboard import dashboard_html
+        dashboard_html(args.model, out)
+        print(f"wrote {out}")
+        return 0
     graph, model = _checked_graph(args)
     inputs = None
     if model is not None:

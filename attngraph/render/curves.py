@@ -35,6 +35,15 @@ def line_chart(series: Mapping[str, tuple[Sequence[float], Sequence[float]]], pa
     path = Path(path)
     if path.suffix.lower() != ".svg":
         raise RenderError(f"line_chart writes SVG; cannot write {path.name!r}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(line_chart_svg(series, title, x_label, y_label, log_y, colors), encoding="utf-8")
+    return path
+
+
+def line_chart_svg(series: Mapping[str, tuple[Sequence[float], Sequence[float]]], title: str = "",
+                   x_label: str = "step", y_label: str = "loss", log_y: bool = False,
+                   colors: Sequence[str] = PALETTE) -> str:
+    """``line_chart``'s drawing as SVG text."""
     cleaned = {}
     for name, (xs, ys) in series.items():
         xs, ys = np.asarray(xs, np.float64).ravel(), np.asarray(ys, np.float64).ravel()
@@ -42,9 +51,7 @@ def line_chart(series: Mapping[str, tuple[Sequence[float], Sequence[float]]], pa
             raise RenderError(f"series {name!r} has {xs.size} x values and {ys.size} y values")
         keep = np.isfinite(xs) & np.isfinite(ys) & ((ys > 0) if log_y else True)
         cleaned[name] = (xs[keep], ys[keep])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(_svg(cleaned, title, x_label, y_label, log_y, colors), encoding="utf-8")
-    return path
+    return _svg(cleaned, title, x_label, y_label, log_y, colors)
 
 
 def nice_ticks(lo: float, hi: float, count: int = 6) -> list[float]:

@@ -50,7 +50,7 @@ from .picture import BUDGET, picture
 VIEW_BUDGET = 3 * BUDGET    # boxes shown at first; more than a static drawing holds, since the page folds and zooms
 
 ASSETS = resources.files(__package__) / "assets"
-PAGE = """<!DOCTYPE html>
+DOCUMENT = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -61,7 +61,11 @@ PAGE = """<!DOCTYPE html>
 </head>
 <body>
 <header><h1>{title}</h1><span class="stats">{stats}</span></header>
-<main>
+{body}
+</body>
+</html>
+"""
+VIEWER = """<main>
 <section id="graph-pane" aria-label="graph" tabindex="0"></section>
 <aside>
 <section id="details" aria-label="details"></section>
@@ -70,10 +74,7 @@ PAGE = """<!DOCTYPE html>
 </main>
 <script type="application/json" id="attngraph-data">{data}</script>
 <script>
-{js}</script>
-</body>
-</html>
-"""
+{js}</script>"""
 
 
 
@@ -98,9 +99,10 @@ def to_html(graph: Graph, path=None, *, inputs: dict | None = None,
     s = summary(graph, **bindings)
     stats = f"{s.parameters:,} parameters · {format_count(s.flops, 'FLOPs')} forward" + (
         f" at {describe_binding(bindings)}" if bindings else "")
-    page = PAGE.format(title=html.escape(title), stats=html.escape(stats), data=script_json(data),
-                       css=(ASSETS / "viewer.css").read_text(encoding="utf-8"),
-                       js=(ASSETS / "viewer.js").read_text(encoding="utf-8"))
+    page = DOCUMENT.format(title=html.escape(title), stats=html.escape(stats),
+                           css=(ASSETS / "viewer.css").read_text(encoding="utf-8"),
+                           body=VIEWER.format(data=script_json(data),
+                                              js=(ASSETS / "viewer.js").read_text(encoding="utf-8")))
     if path is not None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(page, encoding="utf-8")
