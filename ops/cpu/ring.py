@@ -113,8 +113,7 @@ class _Ring:
             if held != sum(b - a for a, b in ranges):
                 raise ValueError(f"rank {r} holds {held} of the {sum(self.lengths)} positions, but a {split} split "
                                  f"over {self.size} ranks gives it {sum(b - a for a, b in ranges)}: shard the "
-                                 "sequence with attngraph.attention.ring.shard")
-        self.shape = k.shape
+                                 "sequence with attngraph.attention.Ring(comm, split).shard")
 
     def pairs(self, step: int, causal: bool):
         """(query rows, key rows, diagonal) index pairs of this rank's queries against the block of rank
