@@ -436,3 +436,32 @@ def test_the_script_runs_and_its_controls_work(page, page_path, tmp_path):
     heads = [len(a["weights"][0]) for a in page.data["attention"]]
     assert result["maps"] == sum(heads)
     assert result["enlarged"] == f"{page.data['attention'][3 // heads[0]]['scope']}, head {3 % heads[0]}, example 2"
+
+
+PICTURES = """<script>
+const result = {error: document.body.dataset.error || null, boxes: [Number(document.getElementById("graph-pane").dataset.boxes)]};
+const figures = () => [...document.querySelectorAll("#attention .pictures figcaption")].map(f => f.textContent);
+result.words = figures();
+const example = document.getElementById("example");
+example.value = "1";
+example.dispatchEvent(new Event("change"));
+result.second = figures();
+const rolled = document.querySelector('#scene [data-id="t0"]');
+result.rolled = rolled.querySelector(".title").textContent;
+rolled.dispatchEvent(new MouseEvent("click", {bubbles: true}));
+result.boxes.push(Number(document.getElementById("graph-pane").dataset.boxes));
+document.body.append(Object.assign(document.createElement("pre"), {id: "probe", textContent: JSON.stringify(result)}));
+</script>"""
+
+
+@needs_chromium
+def test_show_attend_tell_shows_a_picture_per_word_and_unrolls_its_steps(tmp_path):
+    spec, model = models.spec("show-attend-tell"), models.get("show-attend-tell", tiny=True)
+    graph = ag.trace(model, **spec.inputs(model))
+    batch = spec.batch(model, np.random.default_rng(0), 2)
+    inputs = {k: batch[k] for k in graph.inputs}
+    result = _probe(to_html(graph, inputs=inputs), PICTURES, tmp_path)
+    assert result["error"] is None
+    assert result["words"] == [f"{t}: {w}" for t, w in enumerate(inputs["captions_in"][0])]
+    assert result["second"] == [f"{t}: {w}" for t, w in enumerate(inputs["captions_in"][1])]
+    assert result["rolled"].startswith("▸ step ×") and result["boxes"][1] > result["boxes"][0]

@@ -38,10 +38,14 @@
     return made;
   }
 
-  const measure = document.createElement("canvas").getContext("2d");
-  function textWidth(text, font) {
-    measure.font = font;
-    return measure.measureText(text).width;
+  const measure = document.createElement("canvas").getContext("2d"), widths = new Map();
+  function textWidth(text, font) {      // measured once per text and font: a layout asks again and again
+    const key = `${font}\n${text}`;
+    if (!widths.has(key)) {
+      measure.font = font;
+      widths.set(key, measure.measureText(text).width);
+    }
+    return widths.get(key);
   }
 
   /* ---- the tree of frames and boxes ---- */
