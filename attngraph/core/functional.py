@@ -195,10 +195,16 @@ def sum(x, axis=None, keepdims: bool = False):
 def mean(x, axis=None, keepdims: bool = False):
     """Σx / n, where n is read from the shape when the graph runs (so symbolic dimensions work); NaN over an
     empty axis. Floating-point tensors only, as in PyTorch."""
-    axes, dtype = _axes(x, axis), as_node(x).dtype
-    if dtype.kind != "f":
-        raise DTypeError(f"mean of a {dtype} tensor: cast it first, e.g. x.astype('float32') (at {user_source()})")
+    axes, dtype = _axes(x, axis), _floating("mean", x)
     return sum(x, axes, keepdims) / emit("size", x, axes=axes, dtype=dtype)
+
+
+def _floating(op: str, x) -> np.dtype:
+    """``x``'s dtype, which ``op`` needs to be a float (as PyTorch's mean and var)."""
+    dtype = as_node(x).dtype
+    if dtype.kind != "f":
+        raise DTypeError(f"{op} of a {dtype} tensor: cast it first, e.g. x.astype('float32') (at {user_source()})")
+    return dtype
 
 
 def max(x, axis=None, keepdims: bool = False):
@@ -223,12 +229,10 @@ def var(x, axis=None, correction: int = 1, keepdims: bool = False):
     """Σ(x − mean x)² / max(0, n − ``correction``) over ``axis``, n the number of elements reduced: the unbiased
     variance by default, the biased one with ``correction=0`` (as torch.var); inf when n ≤ correction (NaN
     where the squares sum to 0, and over an empty axis). Floating-point tensors only."""
-    axes = _axes(x, axis)
     if isinstance(correction, bool) or not isinstance(correction, (int, float)):
         raise DTypeError(f"correction must be a number, not {type(correction).__name__} (at {user_source()})")
-    deviation = x - mean(x, axes, keepdims=True)
-    count = emit("size", x, axes=axes, dtype=as_node(x).dtype)
-    return sum(deviation * deviation, axes, keepdims) / maximum(count - correction, 0)
+    _floating("var", x)
+    return emit("var", x, axes=_axes(x, axis), correction=correction, keepdims=keepdims)
 
 
 def std(x, axis=None, correction: int = 1, keepdims: bool = False):

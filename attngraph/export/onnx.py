@@ -337,6 +337,16 @@ def _size(b, node, x, axes, dtype):
     return b.cast(b.op("ReduceProd", b.shape([node.inputs[0].shape[a] for a in axes]), keepdims=0), dtype)
 
 
+def _var(b, node, x, axes, correction, keepdims):
+    """Σ(x − mean)² / max(0, n − correction) over ``axes``."""
+    mean = b.op("ReduceMean", x, b.ints(axes), keepdims=1) if axes else x      # ONNX reduces all axes given none
+    centered = b.op("Sub", x, mean)
+    squares = b.op("Mul", centered, centered)
+    total = b.op("ReduceSum", squares, b.ints(axes), keepdims=int(keepdims)) if axes else squares
+    count = b.op("Sub", _size(b, node, x, axes, node.dtype), b.scalar(correction, node.dtype))
+    return b.op("Div", total, b.op("Max", count, b.scalar(0, node.dtype)))
+
+
 def _cross_entropy(b, node, logits, targets, ignore_index):
     """Mean over the targets not equal to ``ignore_index`` of −log softmax(logits)[target]; 0 if all are."""
     shape = node.inputs[0].shape
@@ -408,6 +418,7 @@ CONVERTERS: dict[str, Callable] = {
     "min": _reduction("ReduceMin"),
     "logsumexp": _reduction("ReduceLogSumExp"),
     "size": _size,
+    "var": _var,
     "matmul": _matmul,
     "reshape": lambda b, node, x, shape: b.op("Reshape", x, b.shape(shape), allowzero=1),
     "broadcast_to": lambda b, node, x, shape: b.op("Expand", x, b.shape(shape)),

@@ -18,6 +18,7 @@ Min is the max of the order-reversed input: -max(-x) for floats (exact, NaN kept
 bool (~ reverses their order without overflow), at the cost of one more pass over x.
 Log-sum-exp is m + log Σ exp(x - m), m the maximum (or 0 where that is ±inf or NaN): no overflow, and
 underflow only for terms negligible beside the largest.
+The variance takes two passes, Σ(x - mean)² / max(0, n - correction), from the sums above.
 """
 import builtins
 import math
@@ -72,6 +73,17 @@ def logsumexp(x, axes, keepdims):
     with np.errstate(divide="ignore"):         # log 0 = -inf is the exact answer (all -inf, or no element)
         out = elementwise.add(elementwise.log(sum(elementwise.exp(elementwise.sub(x, m)), axes, True)), m)
     return out if keepdims else out.reshape([n for i, n in enumerate(out.shape) if i not in axes])
+
+
+def var(x, axes, correction, keepdims):
+    """Σ(x - mean)² / max(0, n - correction) over `axes` of a floating-point x, n the count reduced: inf where
+    n <= correction, NaN where the squares sum to 0 there too and over empty axes (as torch.var)."""
+    x = np.asarray(x)
+    n = math.prod(x.shape[a] for a in axes)
+    with np.errstate(divide="ignore", invalid="ignore"):     # 0 / 0 and s / 0: the NaN and inf above
+        deviation = elementwise.sub(x, elementwise.div(sum(x, axes, True), x.dtype.type(n)))
+        return elementwise.div(sum(elementwise.mul(deviation, deviation), axes, keepdims),
+                               x.dtype.type(builtins.max(0, n - correction)))
 
 
 def _as_reduction(x, axes, keepdims):
@@ -173,4 +185,4 @@ def _max_middle(x):
     return out
 
 
-KERNELS = {"sum": sum, "max": max, "min": min, "logsumexp": logsumexp}
+KERNELS = {"sum": sum, "max": max, "min": min, "logsumexp": logsumexp, "var": var}

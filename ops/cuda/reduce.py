@@ -8,7 +8,7 @@ free reshape when the reduced axes are consecutive, otherwise a transposed copy 
 - N > 1: a thread per output (a, n) loops over k; neighbouring threads read neighbouring n (coalesced).
 Sums of floats accumulate in the input dtype, sums of bool and integers in int64, as on the CPU. Max and min keep
 the input dtype (bool and integers included) and propagate NaN. Log-sum-exp is m + log Σ exp(x - m) as on the
-CPU, from these kernels and the elementwise ones.
+CPU, from these kernels and the elementwise ones, and so is the variance, Σ(x - mean)² / max(0, n - correction).
 """
 import math
 
@@ -117,6 +117,14 @@ def logsumexp(x, axes, keepdims):
     return out if keepdims else out.reshape(tuple(n for i, n in enumerate(out.shape) if i not in axes))
 
 
+def var(x, axes, correction, keepdims):
+    """Σ(x - mean)² / max(0, n - correction) over ``axes`` of a floating-point x, as on the CPU."""
+    n = math.prod(x.shape[a] for a in axes)
+    deviation = EW["sub"](x, EW["div"](sum(x, axes, True), full((), n, x.dtype)))
+    count = full((), n - correction if n > correction else 0, x.dtype)
+    return EW["div"](sum(EW["mul"](deviation, deviation), axes, keepdims), count)
+
+
 def _reduce(rows, middle, x3, shape):
     """x3 (A, K, N) reduced over K by a reduction's kernels (``_reduction``), as an array of ``shape``."""
     a, k, n = x3.shape
@@ -142,4 +150,4 @@ def _as_reduction(x, axes, keepdims):
     return x.reshape(math.prod(x.shape[:first]), math.prod(x.shape[first:last]), math.prod(x.shape[last:])), shape
 
 
-KERNELS = {"sum": sum, "max": max, "min": min, "logsumexp": logsumexp}
+KERNELS = {"sum": sum, "max": max, "min": min, "logsumexp": logsumexp, "var": var}

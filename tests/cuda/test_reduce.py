@@ -19,6 +19,14 @@ def test_reductions_match_the_cpu(name, axes, keepdims, rng):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")      # the simulator's NumPy scalars warn at s / 0
+@pytest.mark.parametrize("axes, correction", [((1,), 1), ((0, 2), 0), ((1,), 5), ((), 1)], ids=str)
+def test_var_matches_the_cpu_with_inf_where_n_is_at_most_the_correction(axes, correction, rng):
+    x = rng.standard_normal((3, 5, 4)).astype(np.float32)
+    np.testing.assert_allclose(host(cuda.var(on_device(x), axes, correction, False)),
+                               cpu.var(x, axes, correction, False), rtol=1e-5, atol=1e-6)
+
+
 def test_max_propagates_nan_and_finds_negative_maxima():
     x = np.full((2, 9), -5.0)
     x[0, 7], x[1, 3] = np.nan, -1.0

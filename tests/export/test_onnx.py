@@ -127,7 +127,8 @@ def test_reductions_sizes_and_casts(matches):
     def f(x, flags):
         s = ag.sum(x[0, 0])
         return (ag.sum(flags, 1), ag.mean(x, (0, 1)), ag.max(x, -1, keepdims=True), ag.sum(s), ag.mean(x),
-                ag.max(flags.astype("int32")), x.astype("int64"), ag.min(x, (0, 2)), ag.logsumexp(x, -1))
+                ag.max(flags.astype("int32")), x.astype("int64"), ag.min(x, (0, 2)), ag.logsumexp(x, -1),
+                ag.var(x, (0, 2)), ag.std(x, -1, correction=0, keepdims=True), ag.var(x, 1, correction=9))
 
     graph = ag.trace(f, x=ag.Input(("B", "T", 3)), flags=ag.Input(("B", "T"), bool))
     matches(graph, *[dict(x=5 * normal(b, t, 3), flags=rng.random((b, t)) < 0.5) for b, t in [(2, 4), (3, 1)]])

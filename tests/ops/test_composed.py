@@ -65,6 +65,22 @@ def test_var_and_std_divide_by_max_0_n_minus_correction_as_torch():
     np.testing.assert_array_equal(empty, [np.nan, np.nan])
 
 
+def test_var_gradient_at_a_row_holding_inf_is_torch_s():
+    """torch.var(torch.tensor([1., inf, 2.])).backward() gives [-inf, nan, -inf]: 2(x − mean)/(n − 1) without the
+    mean's own term (0 in exact arithmetic, NaN here); a finite row keeps the exact gradient."""
+    value, grad = ag.value_and_grad(lambda x: ag.sum(ag.var(x, 1)))(np.array([[1.0, np.inf, 2.0], [1.0, 2.0, 6.0]]))
+    assert np.isnan(value)
+    np.testing.assert_array_equal(grad, [[-np.inf, np.nan, -np.inf], [-2.0, -1.0, 3.0]])
+
+
+def test_second_order_gradients_through_var_keep_the_mean_s_term():
+    """d/dx of |∂ var/∂x|², whose exact value needs the mean's term the first-order rule leaves out."""
+    def penalty(x):
+        (dx,) = ag.gradients(ag.sum(ag.var(x, -1) * np.array([1.0, -2.0])), [x])
+        return ag.sum(dx * dx * np.arange(8.0).reshape(2, 4))
+    assert gradcheck(penalty, np.random.default_rng(1).standard_normal((2, 4))).ok
+
+
 def test_std_gradient_of_a_constant_row_is_zero_as_torch():
     """torch.std(x, 1).sum().backward(): 0 on the constant row (std_backward masks where std = 0), else
     (x − mean) / ((n − 1)·std), std = √(7/3) = 1.5275252316519465 for [1, 2, 4]."""

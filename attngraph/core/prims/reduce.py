@@ -1,5 +1,5 @@
-"""Reductions over axes: ``sum``, ``max``, ``min``, ``logsumexp``, and ``size`` (the element count that ``mean``
-divides by, read at run time so that it holds for symbolic dimensions). Sums of bool and integers are int64 (as
+"""Reductions over axes: ``sum``, ``max``, ``min``, ``logsumexp``, ``var``, and ``size`` (the element count that
+``mean`` divides by, read at run time so that it holds for symbolic dimensions). Sums of bool and integers are int64 (as
 torch.sum); max and min keep their input's dtype and have no value over an axis of size 0 (as torch.amax and
 torch.amin); logsumexp takes floats and is -inf over an axis of size 0 (as torch.logsumexp)."""
 from math import prod
@@ -56,6 +56,21 @@ def logsumexp_vjp(g, y, x, axes, keepdims):
     return (spread(g, x, axes, keepdims) * F.exp(x - spread(y, x, axes, keepdims)),)
 
 
+def var_rule(x, axes, correction, keepdims):
+    require_float(x)
+    return reduced_shape(x, axes, keepdims), x.dtype
+
+
+def var_vjp(g, y, x, axes, correction, keepdims):
+    """∂/∂x Σ(x − μ)² / max(0, n − c) = 2(x − μ) / max(0, n − c): the term through μ, −2 Σ(x − μ) ∂μ/∂x, is 0 in
+    exact arithmetic and left out as in torch's var_backward, so that a row holding inf has the gradient
+    [−inf, NaN, −inf] of [1, inf, 2], not NaN throughout. μ stays differentiable here: second-order gradients
+    keep the term's own derivative."""
+    deviation = x - F.mean(x, axes, keepdims=True)
+    count = F.maximum(F.emit("size", x, axes=axes, dtype=x.dtype) - correction, 0)
+    return (spread(g, x, axes, keepdims) * (2 * deviation) / count,)
+
+
 def reduce_flops(out, x, axes, keepdims):
     return prod(x)
 
@@ -67,4 +82,5 @@ define("max", extremum_rule("max"), flops=reduce_flops,
 define("min", extremum_rule("min"), flops=reduce_flops,
        vjp=extremum_vjp)
 define("logsumexp", logsumexp_rule, flops=lambda out, x, axes, keepdims: 4 * prod(x), vjp=logsumexp_vjp)
+define("var", var_rule, flops=lambda out, x, axes, correction, keepdims: 4 * prod(x), vjp=var_vjp)
 define("size", lambda x, axes, dtype: ((), np.dtype(dtype)), differentiable=False, shape_only=True)
