@@ -31,6 +31,14 @@ def test_clip_kernel_broadcasts_its_bounds_and_keeps_nan():
     np.testing.assert_array_equal(got, [[-1, -1, 0], [0.5, 0.5, np.nan]])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_clip_kernel_with_crossed_bounds_and_on_integers_as_the_cpu(dtype):
+    """min(max(x, 3), 0) is 0 everywhere (torch.clamp); integers keep their dtype."""
+    x, lo, hi = np.array([-1, 1, 5], dtype), dtype(3), dtype(0)
+    got = host(cuda.KERNELS["clip"](*on_device(x, lo, hi)))
+    assert got.dtype == dtype and got.tolist() == cpu.clip(x, lo, hi).tolist() == [0, 0, 0]
+
+
 def test_a_graph_of_the_new_ops_runs_forward_and_backward_as_on_the_cpu(rng):
     def f(x, y):
         return ag.sum(ag.clip(ag.silu(ag.abs(x)) * ag.rsqrt(y * y + 1), -0.5, 1.0) + ag.sin(x) * ag.cos(y))
