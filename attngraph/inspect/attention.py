@@ -44,4 +44,6 @@ def by_example(value: np.ndarray | list[np.ndarray]) -> np.ndarray:
 
 def _four_axes(value: np.ndarray) -> np.ndarray:
     """(B, H, Tq, Tk) from itself, (B, Tq, Tk) or (Tq, Tk)."""
-    return {2: value[None, None], 3: value[:, None]}.get(value.ndim, value)
+    if value.ndim == 2:
+        return value[None, None]
+    return value[:, None] if value.ndim == 3 else value

@@ -6,19 +6,20 @@ The page holds, with no link to the network (its script and style are inlined fr
   (a click on its name) or unfolding it lays the page out again. Every module call can be unfolded, down to
   the ops: the page carries the whole nesting (``picture`` at full depth), and starts folded at the depth
   ``render`` would draw (``depth``, or the deepest within ``budget`` boxes: ``VIEW_BUDGET`` by default).
-  Chains of identical blocks (``layers.0`` … ``layers.5``) sit in a frame marked ×N that rolls them into one
-  box (rolled at first when ``render`` would roll them, or ``roll=True``). Zoom (wheel), pan (drag, arrows),
+  Repeated structure is rolled up into one box that a click unrolls (``outline.py``): the steps of a
+  recurrent loop (``step ×10``), and chains of identical blocks (``layers.0 … layers.5 ×6``; rolled at first
+  when ``render`` would roll them, or ``roll=True``). Zoom (wheel), pan (drag, arrows),
   fit (f), an overview map, a search box over names, ops and scopes, and a click on a box for its details:
   op, shape, dtype, FLOPs, scope, source line, parameters, inputs and attributes; in the ``both`` view, the
-  forward box and the backward boxes computing its gradient are marked together;
+  backward pass sits right of the forward one, and a forward box lists (and marks) those of its gradient;
 - given ``inputs`` (a value for every input of the graph), the attention weights of that run
   (``inspect.attention_maps``) for every example of the batch (a selector picks one): bertviz's head view
   (queries joined to keys by lines as opaque as the weight, a toggle per head), its model view (every module
   × head as a small map, a click enlarges one), and, where the keys are the cells of an image input (ViT's
   patches and CLS token, Show-Attend-Tell's feature grid), the weights of each query drawn over the picture.
 
-Maps are read as (examples, heads, queries, keys) by ``inspect.by_example``: the steps of a decoder are the
-query rows. An axis of length L is labelled with the tokens of the one integer input of length L (last axis)
+Maps are read as (examples, heads, queries, keys) by ``inspect.attention.by_example``: the steps of a decoder are
+the query rows. An axis of length L is labelled with the tokens of the one integer input of length L (last axis)
 that the weights depend on, row ``b`` of it for example ``b`` when the input has as many rows as the map has
 examples (HAN's sentences), and with positions 0 … L-1 otherwise. A token shows as its id, or as its name in
 ``vocabulary`` (a mapping from ids to names, or a sequence of names indexed by id). Keys are image cells when
@@ -140,7 +141,7 @@ def _attention(graph: Graph, inputs: dict, vocabulary: dict[int, str]) -> list[d
     for scope, value in attention_maps(graph, **inputs).items():
         weights = by_example(value).astype(np.float64)
         examples, _, queries, keys = weights.shape
-        used = {name: np.asarray(inputs[name]) for name in sorted(depends[scope])}
+        used = {name: np.asarray(inputs[name]) for name in sorted(depends[scope]) if name in inputs}
         tokens = [_tokens(array, examples, vocabulary) for array in used.values() if array.dtype.kind in "iu"]
         pictures = [array for array in used.values() if array.dtype.kind == "f" and array.ndim == 4
                     and len(array) == examples]

@@ -8,7 +8,8 @@ from attngraph.cli import main
 from attngraph.render import RenderError
 from attngraph.render.dashboard import dashboard_html
 
-SVG = '<?xml version="1.0"?>\n<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "x.dtd">\n<svg id="{0}"><text>{0}</text></svg>\n'
+SVG = ('<?xml version="1.0"?>\n<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "x.dtd">\n'
+       '<svg id="{0}"><text>{0}</text></svg>\n')
 
 
 @pytest.fixture

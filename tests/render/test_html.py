@@ -211,7 +211,7 @@ def test_the_page_fetches_nothing(page, page_path):
     assert not [tag for tag, attrs in page.elements if tag in ("link", "iframe", "img")]
     assert not [attrs for tag, attrs in page.elements if tag == "script" and "src" in attrs]
     text = page_path.read_text(encoding="utf-8")
-    assert not re.search(r"url\((?!#)|@import|fetch\(|XMLHttpRequest|<!DOCTYPE svg", text)   # url(#arrow) is in the page
+    assert not re.search(r"url\((?!#)|@import|fetch\(|XMLHttpRequest|<!DOCTYPE svg", text)   # url(#arrow) is local
 
 
 def _weights(q, k):
@@ -229,6 +229,15 @@ def test_an_axis_has_positions_when_no_single_input_of_its_length_feeds_the_weig
     assert mixed["scope"] == "(root)" and mixed["queries"] == mixed["keys"] == [["0", "1", "2"]]
     assert single["queries"] == single["keys"] == [["b", "c", "d"]]
     assert np.array(single["weights"]).shape == (1, 1, 3, 3)
+
+
+def test_weights_behind_dropout_are_shown_without_a_seed():
+    table = np.random.default_rng(0).standard_normal((6, 4)).astype(np.float32)
+    tokens = {"a": np.array([[1, 2, 3]])}
+    graph = ag.trace(lambda a: _weights(F.dropout(ag.embedding(table, a), 0.5), ag.embedding(table, a)), **tokens)
+    assert "rng_seed" in graph.inputs
+    [shown] = Page(to_html(graph, inputs=tokens)).data["attention"]
+    assert shown["queries"] == [["1", "2", "3"]] and np.array(shown["weights"]).shape == (1, 1, 3, 3)
 
 
 def _model_page(name: str, **options) -> tuple[dict, dict, dict]:
@@ -367,7 +376,8 @@ click(document.querySelector(`[data-id="${decoder}"]`));
 result.unfolded = {boxes: Number(pane.dataset.boxes), height: scene.getBBox().height};
 const scale = () => Number(lens.getAttribute("transform").match(/scale\\(([^)]+)\\)/)[1]);
 const before = scale();
-pane.dispatchEvent(new WheelEvent("wheel", {deltaY: -200, clientX: 300, clientY: 300, bubbles: true, cancelable: true}));
+pane.dispatchEvent(new WheelEvent("wheel", {deltaY: -200, clientX: 300, clientY: 300, bubbles: true,
+                                             cancelable: true}));
 result.zoom = [before, scale()];
 key("0");
 result.actual = scale();
@@ -439,7 +449,8 @@ def test_the_script_runs_and_its_controls_work(page, page_path, tmp_path):
 
 
 PICTURES = """<script>
-const result = {error: document.body.dataset.error || null, boxes: [Number(document.getElementById("graph-pane").dataset.boxes)]};
+const boxes = () => Number(document.getElementById("graph-pane").dataset.boxes);
+const result = {error: document.body.dataset.error || null, boxes: [boxes()]};
 const figures = () => [...document.querySelectorAll("#attention .pictures figcaption")].map(f => f.textContent);
 result.words = figures();
 const example = document.getElementById("example");
@@ -449,7 +460,7 @@ result.second = figures();
 const rolled = document.querySelector('#scene [data-id="t0"]');
 result.rolled = rolled.querySelector(".title").textContent;
 rolled.dispatchEvent(new MouseEvent("click", {bubbles: true}));
-result.boxes.push(Number(document.getElementById("graph-pane").dataset.boxes));
+result.boxes.push(boxes());
 document.body.append(Object.assign(document.createElement("pre"), {id: "probe", textContent: JSON.stringify(result)}));
 </script>"""
 

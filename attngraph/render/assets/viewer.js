@@ -170,9 +170,11 @@
     const items = frame.children.map(id => {
       const child = tree.frames.get(id);
       const inner = child && !child.folded ? layoutFrame(tree, child, levels) : null;
-      const size = inner ? {width: Math.max(inner.width, textWidth(openTitle(child), "bold 10px sans-serif")) + 2 * LOOK.pad,
+      const title = inner ? textWidth(openTitle(child), "bold 10px sans-serif") : 0;
+      const size = inner ? {width: Math.max(inner.width, title) + 2 * LOOK.pad,
                             height: inner.height + LOOK.header + LOOK.pad} : boxSize(tree, id);
-      return {id, ...size, inner, order: (child ?? tree.boxes.get(id)).order, backward: (child ?? tree.boxes.get(id)).backward};
+      const {order, backward} = child ?? tree.boxes.get(id);
+      return {id, ...size, inner, order, backward};
     }).sort((a, b) => a.order - b.order);
     const edges = [...(levels.get(frame.id) ?? [])].map(pair => pair.split("\n"));
     const passes = [items.filter(item => !item.backward), items.filter(item => item.backward)].filter(p => p.length);
@@ -220,10 +222,12 @@
   function drawBox(tree, id, r) {
     const box = tree.boxes.get(id), frame = tree.frames.get(id);
     const g = svgElement("g", {class: box ? `box ${box.kind}` : `box module ${frame.kind}`, "data-id": id});
-    if (frame) g.append(svgElement("rect", {class: "depth", x: r.x + 3, y: r.y + 3, width: r.width, height: r.height, rx: 4}));
-    g.append(svgElement("rect", {class: "face", x: r.x, y: r.y, width: r.width, height: r.height, rx: box ? 5 : 4,
+    const face = {x: r.x, y: r.y, width: r.width, height: r.height};
+    if (frame) g.append(svgElement("rect", {class: "depth", ...face, x: r.x + 3, y: r.y + 3, rx: 4}));
+    g.append(svgElement("rect", {class: "face", ...face, rx: box ? 5 : 4,
                                  ...(box ? {fill: box.fill, stroke: box.stroke} : {})}),
-             svgElement("text", {class: "title", x: r.x + r.width / 2, y: r.y + 15}, box ? box.title : foldedTitle(frame)),
+             svgElement("text", {class: "title", x: r.x + r.width / 2, y: r.y + 15},
+                        box ? box.title : foldedTitle(frame)),
              svgElement("text", {class: "text", x: r.x + r.width / 2, y: r.y + (box ? 27 : 30)},
                         box ? box.text : foldedText(frame)),
              svgElement("title", {}, box ? `${data.details[id].scope || "(root)"}: ${box.title} ${box.text}` :
