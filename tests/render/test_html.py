@@ -18,7 +18,7 @@ from attngraph.cli import main
 from attngraph.core import functional as F
 from attngraph.inspect import attention_maps, format_count, node_flops
 from attngraph.render import RenderError
-from attngraph.render.html import VIEW_BUDGET, to_html
+from attngraph.render.html import to_html
 from attngraph.render.picture import picture, repeated_runs
 
 pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot lays out the graph")
