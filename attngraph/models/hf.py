@@ -14,7 +14,14 @@ GELU variant) and maps every weight onto it:
                                                   is a product with the flattened patches: its kernel becomes
                                                   the (C·p², d) matrix of ``patch_embed``.
 
+``load`` also takes a model id ("gpt2", "google/vit-base-patch16-224") that is already in the standard Hugging Face
+cache, as ``from_pretrained`` left it: ``$HF_HUB_CACHE``, else ``$HF_HOME/hub``, else
+``~/.cache/huggingface/hub``, whose ``models--org--name/snapshots/<revision>/`` holds the files of the revision
+that ``refs/main`` names. Nothing is downloaded: an id in neither place raises ``CheckpointError`` naming where
+it looked.
+
 torch.nn.Linear weights (out, in) are transposed to attngraph's (in, out); float16 and float64 become float32.
+Two tensors that name one weight (BERT's legacy ``LayerNorm.gamma`` beside ``LayerNorm.weight``) are refused.
 The model comes back in eval mode, with the config's residual dropout rate (GPT-2's resid_pdrop, BERT's and
 ViT's hidden_dropout_prob) as its one dropout rate. A missing or unreadable file, a setting attngraph's model
 does not have (named with its value), and a weight that is missing, unknown or of the wrong shape raise
@@ -23,6 +30,7 @@ does not have (named with its value), and a weight that is missing, unknown or o
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -182,18 +190,57 @@ ARCHITECTURES = {
 
 
 def load(folder) -> GPT | BERT | ViT:
-    """The attngraph model of the Hugging Face checkpoint in ``folder`` (``save_pretrained``'s output), in eval
-    mode, its weights mapped as the module docstring says."""
-    folder = Path(folder)
+    """The attngraph model of the Hugging Face checkpoint in ``folder`` (``save_pretrained``'s output, or a model
+    id in the Hugging Face cache), in eval mode, its weights mapped as the module docstring says."""
+    folder = located(folder)
     values = read_config(folder)
     if values.get("model_type") not in ARCHITECTURES:
         raise CheckpointError(f"{folder / 'config.json'} has model_type {values.get('model_type')!r}; attngraph "
                               f"imports {', '.join(map(repr, ARCHITECTURES))}")
     prefix, defaults, architecture = ARCHITECTURES[values["model_type"]]
     model, mapping, skipped = architecture(Config(values, defaults))
-    tensors = {renamed(name, prefix): array for name, array in read_tensors(folder).items()}
+    tensors, sources = {}, {}
+    for name, array in read_tensors(folder).items():
+        ours = renamed(name, prefix)
+        if ours in sources:
+            raise CheckpointError(f"the checkpoint holds both {sources[ours]} and {name}, two values of one weight: "
+                                  "keep one of them")
+        tensors[ours], sources[ours] = array, name
     model.load_state_dict(mapped(tensors, mapping, skipped))
     return model.eval()
+
+
+def located(folder) -> Path:
+    """``folder`` if it is one, else the snapshot of model id ``folder`` in the Hugging Face cache (module
+    docstring); ``CheckpointError`` naming both places when neither holds it."""
+    path = Path(folder)
+    if path.is_dir():
+        return path
+    model_id = str(folder)
+    hub = hub_cache()
+    repository = hub / f"models--{model_id.replace('/', '--')}"
+    snapshots = repository / "snapshots"
+    ref = repository / "refs" / "main"
+    revision = ref.read_text().strip() if ref.is_file() else None
+    found = sorted(snapshots.iterdir()) if snapshots.is_dir() else []
+    if revision is not None and (snapshots / revision).is_dir():
+        return snapshots / revision
+    if revision is None and len(found) == 1:
+        return found[0]
+    raise CheckpointError(
+        f"no folder {path} and no model {model_id!r} in the Hugging Face cache (looked in {repository}"
+        + (f": refs/main names {revision}, which snapshots/ lacks" if revision else
+           f": {len(found)} snapshots and no refs/main" if found else "") + "); attngraph does not download: "
+        "give the folder that save_pretrained wrote, or fetch the model once with transformers or huggingface-cli")
+
+
+def hub_cache() -> Path:
+    """The Hugging Face hub cache, as huggingface_hub finds it: ``$HF_HUB_CACHE``, else ``$HF_HOME/hub``, else
+    ``$XDG_CACHE_HOME/huggingface/hub`` or ``~/.cache/huggingface/hub``."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    home = os.environ.get("HF_HOME") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "huggingface"
+    return Path(home).expanduser() / "hub"
 
 
 def renamed(name: str, prefix: str) -> str:

@@ -198,3 +198,39 @@ def test_weights_of_the_wrong_shape_are_refused_naming_the_parameter(transformer
     with pytest.raises(CheckpointError, match=r"h.0.attn.c_attn.bias \(for transformer.layers.0.self_attn.w_q.bias\) "
                                               r"has shape \(95,\), which does not fit"):
         hf.load(tmp_path)
+
+
+def test_a_model_id_in_the_hugging_face_cache(tmp_path, monkeypatch, rng):
+    """A model id is read from the hub cache's snapshot that refs/main names (HF_HUB_CACHE, else HF_HOME/hub),
+    as the folder it is; nothing is downloaded, and an id not there names where it was looked for."""
+    from tests.models.hf_folders import gpt2_folder
+    repository = tmp_path / "home" / "hub" / "models--org--tiny-gpt2"
+    gpt2_folder(repository / "snapshots" / "0123abc")
+    gpt2_folder(repository / "snapshots" / "old", d=4)              # another revision, not main's
+    (repository / "refs").mkdir()
+    (repository / "refs" / "main").write_text("0123abc")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    tokens = rng.integers(0, 50, (2, 5))
+    expected = logits_of(hf.load(repository / "snapshots" / "0123abc"), tokens=tokens)
+    np.testing.assert_array_equal(logits_of(hf.load("org/tiny-gpt2"), tokens=tokens), expected)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "home" / "hub"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "elsewhere"))
+    assert hf.load("org/tiny-gpt2").token_embed.weight.shape == (50, 8)
+    with pytest.raises(CheckpointError, match=r"no model 'org/other'.*models--org--other.*does not download"):
+        hf.load("org/other")
+    (repository / "refs" / "main").write_text("fedcba9")
+    with pytest.raises(CheckpointError, match="refs/main names fedcba9, which snapshots/ lacks"):
+        hf.load("org/tiny-gpt2")
+
+
+def test_two_values_of_one_weight_are_refused(tmp_path):
+    from tests.models.hf_folders import gpt2_folder
+    folder = gpt2_folder(tmp_path / "bert-like")
+    tensors = safetensors_numpy.load_file(folder / "model.safetensors")
+    tensors["transformer.ln_f.LayerNorm.gamma"] = tensors["transformer.ln_f.LayerNorm.weight"] = np.ones(8, np.float32)
+    safetensors_numpy.save_file(tensors, str(folder / "model.safetensors"))
+    with pytest.raises(CheckpointError, match=r"both transformer\.ln_f\.LayerNorm\.(gamma|weight) and "
+                                              r"transformer\.ln_f\.LayerNorm\.(weight|gamma), two values of one"):
+        hf.load(folder)
