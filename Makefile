@@ -51,7 +51,9 @@ $(STAMP): pyproject.toml
 	    else false; fi; }; \
 	fi
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -e ".[dev,onnx,hf,mpi]"   # onnx, hf, mpi: ONNX export, Hugging Face import, MPI, their tests
+	@# editable_mode=compat puts this folder on sys.path (a .pth): a folder named attngraph on sys.path before it (a
+	@# script run from the clone's parent) cannot shadow the package, as it does the default mode's import hook
+	$(VPY) -m pip install -e ".[dev,onnx,hf,mpi]" --config-settings editable_mode=compat   # onnx, hf, mpi: ONNX export, Hugging Face import, MPI, their tests
 	@touch $@
 
 # --- graphviz's `dot`: needed to lay out SVG/PNG/PDF; .dot text is written without it ---------

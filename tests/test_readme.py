@@ -1,7 +1,6 @@
 """The README's Python snippets run as written, in order, in one namespace (a snippet may use the names of those
 before it, as a reader following the README would), and every method that a layer gives ``Graph`` exists after a
 plain ``import attngraph``."""
-import json
 import re
 import subprocess
 import sys
@@ -10,28 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.models.hf_folders import gpt2_folder
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 SNIPPETS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
-
-
-def gpt2_folder(folder: Path) -> None:
-    """What ``GPT2LMHeadModel(tiny config).save_pretrained(folder)`` writes, drawn at random without transformers:
-    config.json and model.safetensors, a vocabulary large enough for the README's token ids."""
-    from safetensors.numpy import save_file
-    d, vocab, positions = 8, 3300, 32
-    rng = np.random.default_rng(0)
-    shapes = {"wte.weight": (vocab, d), "wpe.weight": (positions, d), "ln_f.weight": (d,), "ln_f.bias": (d,),
-              "h.0.ln_1.weight": (d,), "h.0.ln_1.bias": (d,), "h.0.ln_2.weight": (d,), "h.0.ln_2.bias": (d,),
-              "h.0.attn.c_attn.weight": (d, 3 * d), "h.0.attn.c_attn.bias": (3 * d,),
-              "h.0.attn.c_proj.weight": (d, d), "h.0.attn.c_proj.bias": (d,),
-              "h.0.mlp.c_fc.weight": (d, 4 * d), "h.0.mlp.c_fc.bias": (4 * d,),
-              "h.0.mlp.c_proj.weight": (4 * d, d), "h.0.mlp.c_proj.bias": (d,)}
-    folder.mkdir()
-    save_file({f"transformer.{name}": rng.standard_normal(shape).astype(np.float32) * 0.3
-               for name, shape in shapes.items()}, str(folder / "model.safetensors"))
-    (folder / "config.json").write_text(json.dumps(dict(
-        model_type="gpt2", n_embd=d, n_head=2, n_layer=1, vocab_size=vocab, n_positions=positions)))
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +23,7 @@ def readme(tmp_path_factory):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("safetensors")
     folder = tmp_path_factory.mktemp("readme")
-    gpt2_folder(folder / "gpt2")
+    gpt2_folder(folder / "gpt2", vocab=3300)         # the README's token ids
     namespace, after = {}, []
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
