@@ -8,7 +8,11 @@ recovered from them and from the order of creation, which is the order of tracin
     a call of module S is a maximal run of consecutive nodes whose scope is S or lies below S, made in
     the same calls of S and of the modules around it.
 
-So two calls of one module in a row (``block(block(x))``) are two calls. The k-th run is call k of S. Only
+So two calls of one module in a row (``block(block(x))``) are two calls. The k-th run is call k of S. A run that
+comes back to a call that S's own record names (the compiler's passes place a fused or merged node of another
+module between the nodes of one call) continues that call: a module called once is one call in an optimized
+graph too. A module never called itself (only its sub-modules, from a method of its own: a recurrent cell's
+``step``) has no record of its own, and each of its runs is a call. Only
 op calls take part (``call_paths`` is given them); inputs, parameters, constants and outputs are placed by
 their users. The forward and the backward pass are numbered separately; the backward pass revisits the
 calls in reverse, so its runs are numbered from the last to the first: ∇ call k is the backward of call k
@@ -56,6 +60,7 @@ def is_backward(node: Node) -> bool:
 def call_paths(nodes: Iterable[Node], backward: bool = False) -> dict[Node, tuple[Call, ...]]:
     """For each node (in creation order), the chain of module calls it runs in, outermost first."""
     counts: Counter = Counter()
+    recorded: dict[tuple[str, tuple], Call] = {}     # (scope, made_in) -> its call, where S's own call is recorded
     paths: dict[Node, tuple[Call, ...]] = {}
     previous: tuple[Call, ...] = ()
     previous_ids: list[tuple] = []
@@ -63,11 +68,16 @@ def call_paths(nodes: Iterable[Node], backward: bool = False) -> dict[Node, tupl
         chain, ids = [], []
         for depth, scope in enumerate(ancestors(node.scope)):
             made_in = tuple(call for module, call in node.calls if is_within(scope, module))
+            own = any(module == scope for module, _ in node.calls)
             if depth < len(previous) and previous[depth].scope == scope and previous_ids[depth] == made_in:
                 chain.append(previous[depth])
+            elif own and (scope, made_in) in recorded:
+                chain.append(recorded[(scope, made_in)])
             else:
                 chain.append(Call(scope, counts[scope], backward))
                 counts[scope] += 1
+                if own:
+                    recorded[(scope, made_in)] = chain[-1]
             ids.append(made_in)
         paths[node], previous, previous_ids = tuple(chain), tuple(chain), ids
     if backward:

@@ -55,9 +55,10 @@ class DirectionalLM(Module):
         if isinstance(length, str):
             raise ShapeError(f"ELMo's LSTMs unroll over time and need a concrete length, not {length!r}: "
                              "trace with e.g. ag.Input(('B', 12), 'int64')")
+        steps = range(length)[::-1] if self.backward else range(length)
         states = []
         for cell in self.cells:
-            x, _ = Recurrent.unroll(cell, x, mask, reverse=self.backward)
+            x, _ = Recurrent.unroll(cell, x, mask, steps)
             states.append(x)
         return states
 

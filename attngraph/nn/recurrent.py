@@ -1,10 +1,9 @@
-"""Recurrent layers: GRU and LSTM cells, and encoders that run them over time in the graph.
+"""Recurrent layers: GRU and LSTM cells, and encoders that unroll them over time in the graph.
 
 A cell maps one step's input x (B, in) and its state to the next state; the GRU's state is h (B, H), the
-LSTM's the pair (h, c). ``Recurrent`` runs a cell over a sequence (B, T, in) as one ``recurrence`` node whose
-body is the cell's step, traced once (core/prims/recurrence.py): the time loop runs inside one kernel call,
-forward and backward, with the values of the unrolled loop bit for bit. T must be concrete when tracing:
-``ag.Input(("B", 12, 32))``; the batch may stay symbolic. A padding mask (B, T), True at real steps, makes padded steps keep the previous
+LSTM's the pair (h, c). ``Recurrent`` runs a cell over a sequence (B, T, in) — a Python loop, so the
+graph holds T copies of the cell and T must be concrete when tracing: ``ag.Input(("B", 12, 32))``; the
+batch may stay symbolic. A padding mask (B, T), True at real steps, makes padded steps keep the previous
 state, so any sequence ends in the state of its last real step.
 
 A cell is ``step(project(x), state)``: the input's projection depends on no state, so ``Recurrent`` computes
@@ -17,7 +16,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import functional as F
-from ..core.prims.recurrence import recurrence
 from ..errors import ShapeError
 from .checks import flag, module, sizes
 from .layers import Linear
@@ -123,16 +121,6 @@ def map_state(f, *states):
     return f(*states)
 
 
-def packed(state):
-    """A cell state as one carry tensor: h, or [h; c] for the LSTM's (h, c)."""
-    return F.concat(list(state), axis=-1) if isinstance(state, tuple) else state
-
-
-def unpacked(carry, parts: list[int]):
-    """The inverse of ``packed``: the state of ``len(parts)`` tensors of these sizes along the last axis."""
-    return tuple(F.split(carry, parts, axis=-1)) if len(parts) > 1 else carry
-
-
 def join_features(a, b):
     return F.concat([a, b], axis=-1)
 
@@ -167,33 +155,27 @@ class Recurrent(Module):
         if isinstance(length, str):
             raise ShapeError(f"a recurrent layer unrolls over time and needs a concrete length, not {length!r}: "
                              "trace with e.g. ag.Input(('B', 12, dim))")
-        states, final = self.unroll(self.cell, x, mask, reverse=False)
+        states, final = self.unroll(self.cell, x, mask, range(length))
         if self.backward_cell is None:
             return states, final
-        backward_states, backward_final = self.unroll(self.backward_cell, x, mask, reverse=True)
+        backward_states, backward_final = self.unroll(self.backward_cell, x, mask, reversed(range(length)))
         return join_features(states, backward_states), map_state(join_features, final, backward_final)
 
     @staticmethod
-    def unroll(cell: Module, x, mask, reverse: bool) -> tuple:
-        """Apply ``cell`` at each time step, from t = 0 (from T − 1 when ``reverse``), its input projected for all
-        steps at once: one ``recurrence`` node whose body is the cell's step (core/prims/recurrence.py). Returns
-        the outputs stacked in time order and the final state."""
-        initial, projected = cell.initial_state(x), cell.project(x)
-        parts = [hidden(initial).shape[-1]] * (2 if isinstance(initial, tuple) else 1)
-
-        def step(carry, projected_t, *real_t):
-            state = unpacked(carry, parts)
-            new = cell.step(projected_t, state)
-            if real_t:
-                real = F.expand_dims(real_t[0], -1)
-                new = map_state(lambda n, old: F.where(real, n, old), new, state)
-            return packed(new)
-        carries = recurrence(step, packed(initial), [projected] + ([] if mask is None else [mask]),
-                             cell.parameters(), reverse=reverse)
-        outputs = hidden(unpacked(carries, parts))
-        if mask is not None:
-            outputs = F.where(F.expand_dims(mask, -1), outputs, 0.0)
-        return outputs, unpacked(carries[:, 0 if reverse else -1], parts)
+    def unroll(cell: Module, x, mask, steps) -> tuple:
+        """Apply ``cell`` at each time step in ``steps`` order, its input projected for all steps at once; the
+        outputs are stacked in time order."""
+        state, projected = cell.initial_state(x), cell.project(x)
+        outputs = {}
+        for t in steps:
+            new = cell.step(projected[:, t], state)
+            if mask is None:
+                state, outputs[t] = new, hidden(new)
+            else:
+                real = F.expand_dims(mask[:, t], -1)
+                state = map_state(lambda n, old: F.where(real, n, old), new, state)
+                outputs[t] = F.where(real, hidden(state), 0.0)
+        return F.stack([outputs[t] for t in sorted(outputs)], axis=1), state
 
     def extra_repr(self) -> str:
         return f"bidirectional={self.bidirectional}"
