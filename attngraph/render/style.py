@@ -20,7 +20,6 @@ FAMILIES = {         # a primitive's family (the core/prims module defining it):
     "conv": ("convolution & pooling", "#a1d99b"),
     "sort": ("ordering", "#e7d4e8"),
     "scan": ("scans", "#fde0dd"),
-    "recurrence": ("recurrent cells", "#d4b9da"),
 }
 COMMUTATIVE = {"add", "mul", "maximum", "minimum", "equal", "not_equal", "logical_and", "logical_or"}
 
