@@ -63,7 +63,9 @@ def row(record: dict) -> str:
     """One case as a few aligned lines."""
     status = {True: "met", False: "MISSED", None: "no reference"}[record["met"]]
     lines = [f"{record['name']}  {json.dumps(record['config'])}  load {record['load'][0]}-{record['load'][1]}"]
-    if record["name"] == "compile":
+    if "rows" in record:                        # a case that formats its own lines (benchmarks/distributed.py)
+        lines += record["rows"]
+    elif record["name"] == "compile":
         for kind in ("cold", "warm"):
             r = record[kind]
             lines.append(f"  {kind:<10} {r['seconds']:.2f} s (import {r['import_s']:.2f} s, trace and graph "

@@ -325,3 +325,7 @@ def compile(rounds: int) -> dict:
 
 from . import ring  # noqa: E402  (ring attention over MPI ranks: its cases in a module of its own)
 CASES["ring"], CASES["ring_long"] = ring.ring, ring.ring_long
+
+
+from . import distributed  # noqa: E402  (data parallelism on MPI: its case in a module of its own)
+CASES["distributed"] = distributed.distributed
