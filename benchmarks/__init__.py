@@ -5,7 +5,8 @@
     python -m benchmarks attention matmul  some cases
     python -m benchmarks --json            one JSON object per case, for scripts
 
-Cases (``cases.py``): gpt_step, gpt_step_large, gpt_step_long (a GPT training step with AdamW), seq2seq_step
+Cases (``cases.py``): gpt_step, gpt_step_float64, gpt_step_large, gpt_step_long (GPT's loss and gradients, module
+and functional forms on every side: ``gpt.py``), seq2seq_step
 (BahdanauSeq2Seq: bidirectional GRU encoder, additive attention, GRU decoder), han_step (a HAN), attention,
 attention_long (causal scaled-dot-product attention, forward and backward), layernorm, softmax,
 cross_entropy (4096 × 1024, forward and backward), matmul (1024³ float32) and compile (the first

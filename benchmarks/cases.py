@@ -24,17 +24,10 @@ from attngraph.models.han import HAN
 from attngraph.models.seq2seq import BahdanauSeq2Seq
 from attngraph.train.optim import AdamW
 
+from . import gpt
 from . import numpy_reference as npr
 from .harness import compare, load, ratio
-
-try:
-    from . import torch_reference as tr
-except ImportError:         # PyTorch and JAX are optional: the pyproject's `bench` extra
-    tr = None
-try:
-    from . import jax_reference as jr
-except ImportError:
-    jr = None
+from .peers import jr, tr
 
 MiB = 2 ** 20
 CASES: dict[str, Callable[[int], dict]] = {}
@@ -109,23 +102,12 @@ def training_step(name: str, config: dict, loss: Callable, batch: dict[str, np.n
 
 
 def gpt_task(width: int, heads: int, layers: int, length: int, batch: int) -> tuple:
-    """GPT (vocabulary 65, d_ff = 4·width, no dropout) on the next-token cross-entropy: (config, loss, batch,
-    the arguments of the references' GPT)."""
+    """GPT (vocabulary 65, d_ff = 4·width, no dropout) on the next-token cross-entropy: (config, loss, batch)."""
     vocab, rng = 65, np.random.default_rng(0)
     tokens, targets = (rng.integers(0, vocab, (batch, length)) for _ in range(2))
     model = GPT(vocab, width, heads, layers, 4 * width, length, dropout=0.0, rng=rng)
     return (dict(vocab=vocab, width=width, heads=heads, layers=layers, T=length, batch=batch),
-            lambda tokens, targets: ag.cross_entropy(model(tokens), targets), dict(tokens=tokens, targets=targets),
-            (vocab, width, heads, layers, tokens, targets))
-
-
-def gpt(width: int, heads: int, layers: int, length: int, batch: int, rounds: int, name: str) -> dict:
-    """A training step of ``gpt_task``."""
-    config, loss, arrays, shape = gpt_task(width, heads, layers, length, batch)
-    return training_step(name, config, loss, arrays,
-                         {"torch": tr and tr.gpt_step(*shape),
-                          "torch.compile": tr and tr.gpt_step(*shape, compiled=True),
-                          "jax": jr and jr.gpt_step(*shape)}, rounds)
+            lambda tokens, targets: ag.cross_entropy(model(tokens), targets), dict(tokens=tokens, targets=targets))
 
 
 def sgemm_gflops(n: int = 1024, repeats: int = 9) -> float:
@@ -137,18 +119,24 @@ def sgemm_gflops(n: int = 1024, repeats: int = 9) -> float:
 
 @case
 def gpt_step(rounds: int) -> dict:
-    return gpt(128, 4, 2, 64, 32, rounds, "gpt_step")
+    """GPT's loss and gradients in both formulations on every side (benchmarks/gpt.py): V65 d128 H4 L2 T64 B32."""
+    return gpt.gpt_case("gpt_step", 128, 4, 2, 64, 32, rounds)
+
+
+@case
+def gpt_step_float64(rounds: int) -> dict:
+    return gpt.gpt_case("gpt_step_float64", 128, 4, 2, 64, 32, rounds, np.float64)
 
 
 @case
 def gpt_step_large(rounds: int) -> dict:
-    return gpt(256, 4, 4, 128, 16, rounds, "gpt_step_large")
+    return gpt.gpt_case("gpt_step_large", 256, 4, 4, 128, 16, rounds)
 
 
 @case
 def gpt_step_long(rounds: int) -> dict:
     """Long context: T = 1024, where attention's Tq × Tk work outweighs the products."""
-    return gpt(128, 4, 2, 1024, 4, max(3, rounds // 3), "gpt_step_long")
+    return gpt.gpt_case("gpt_step_long", 128, 4, 2, 1024, 4, max(3, rounds // 3))
 
 
 def model_step(name: str, model, sizes: dict, loss: Callable, batch: dict[str, np.ndarray], reference: str,
@@ -213,7 +201,7 @@ def fusion_case(name: str, config: dict, loss: Callable, batch: dict[str, np.nda
 
 @case
 def fusion_gpt(rounds: int) -> dict:
-    config, loss, batch, _ = gpt_task(128, 4, 2, 64, 32)
+    config, loss, batch = gpt_task(128, 4, 2, 64, 32)
     return fusion_case("fusion_gpt", config, loss, batch, rounds)
 
 

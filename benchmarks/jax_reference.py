@@ -1,9 +1,11 @@
-"""The JAX side of the benchmarks: attngraph's GPT, BahdanauSeq2Seq and HAN training steps written as a JAX
-user would, the whole step (forward, backward, AdamW) one ``jax.jit`` function compiled by XLA, parameters and
-optimizer state donated so that XLA updates them in place; the recurrences are ``lax.scan`` loops. The GRU
-models take attngraph's parameters, nested by their dotted names (``tree``). Imported only when JAX is
-installed (the ``bench`` extra)."""
+"""The JAX side of the benchmarks, written as a JAX user would: nanoGPT's loss and gradients one ``jax.jit`` of
+``jax.value_and_grad``; BahdanauSeq2Seq's and HAN's training steps (forward, backward, AdamW) one ``jax.jit``
+function compiled by XLA, parameters and optimizer state donated so that XLA updates them in place, the recurrences
+``lax.scan`` loops. The GRU models take attngraph's parameters, nested by their dotted names (``tree``). Imported
+only when JAX is installed (the ``bench`` extra)."""
 from __future__ import annotations
+
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -14,49 +16,50 @@ from attngraph.models.tokens import PAD
 LAYER_NORM_EPS = 1e-5
 
 
-def _linear(rng: np.random.Generator, fan_in: int, fan_out: int) -> dict:
-    bound = 1 / np.sqrt(fan_in)
-    return {"w": rng.uniform(-bound, bound, (fan_in, fan_out)).astype(np.float32),
-            "b": np.zeros(fan_out, np.float32)}
-
-
-def _norm(width: int) -> dict:
-    return {"w": np.ones(width, np.float32), "b": np.zeros(width, np.float32)}
-
-
-def init(rng: np.random.Generator, vocab: int, width: int, layers: int, length: int) -> dict:
-    """attngraph's GPT: token and position embeddings, pre-norm layers (q, k, v, o, up, down), final norm."""
-    return {"tokens": (0.02 * rng.standard_normal((vocab, width))).astype(np.float32),
-            "positions": (0.02 * rng.standard_normal((length, width))).astype(np.float32),
-            "layers": [{"attention_norm": _norm(width), "mlp_norm": _norm(width),
-                        **{name: _linear(rng, width, width) for name in ("q", "k", "v", "o")},
-                        "up": _linear(rng, width, 4 * width), "down": _linear(rng, 4 * width, width)}
-                       for _ in range(layers)],
-            "norm": _norm(width)}
-
-
-def _apply(p: dict, x):
-    return x @ p["w"] + p["b"]
-
-
-def _layer_norm(p: dict, x):
+def _layer_norm(x, w, b):
     mean = x.mean(-1, keepdims=True)
     variance = ((x - mean) ** 2).mean(-1, keepdims=True)
-    return (x - mean) * jax.lax.rsqrt(variance + LAYER_NORM_EPS) * p["w"] + p["b"]
+    return (x - mean) * jax.lax.rsqrt(variance + LAYER_NORM_EPS) * w + b
 
 
-def forward(params: dict, tokens, heads: int):
-    """Next-token logits (B, T, vocab), logits = h Eᵀ with the token embedding E (tied)."""
+def nanogpt_loss(params: dict, tokens, targets, heads: int):
+    """nanoGPT's model as a JAX user writes it over benchmarks.gpt.init's parameters (matrices (in, out)): one
+    projection c_attn viewed (B, T, 3, H, d/H), whose q, k, v ``jax.nn.dot_product_attention`` reads in that
+    (B, T, H, d/H) layout; GELU's tanh form; logits = ln_f(x) wteᵀ (tied); mean cross-entropy."""
     b, t = tokens.shape
-    x = params["tokens"][tokens] + params["positions"][:t]
-    for layer in params["layers"]:
-        h = _layer_norm(layer["attention_norm"], x)
-        q, k, v = (_apply(layer[name], h).reshape(b, t, heads, -1) for name in ("q", "k", "v"))
-        attended = jax.nn.dot_product_attention(q, k, v, is_causal=True).reshape(b, t, -1)
-        x = x + _apply(layer["o"], attended)
-        x = x + _apply(layer["down"], jax.nn.gelu(_apply(layer["up"], _layer_norm(layer["mlp_norm"], x)),
-                                                  approximate=True))
-    return _layer_norm(params["norm"], x) @ params["tokens"].T
+    x = params["transformer.wte.weight"][tokens] + params["transformer.wpe.weight"][:t]
+    layers = sum(name.endswith(".ln_1.weight") for name in params)
+    for i in range(layers):
+        def p(name):
+            return params[f"transformer.h.{i}.{name}"]
+        h = _layer_norm(x, p("ln_1.weight"), p("ln_1.bias"))
+        qkv = (h @ p("attn.c_attn.weight") + p("attn.c_attn.bias")).reshape(b, t, 3, heads, -1)
+        y = jax.nn.dot_product_attention(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], is_causal=True)
+        x = x + y.reshape(b, t, -1) @ p("attn.c_proj.weight") + p("attn.c_proj.bias")
+        h = _layer_norm(x, p("ln_2.weight"), p("ln_2.bias"))
+        x = x + jax.nn.gelu(h @ p("mlp.c_fc.weight") + p("mlp.c_fc.bias"), approximate=True) \
+            @ p("mlp.c_proj.weight") + p("mlp.c_proj.bias")
+    x = _layer_norm(x, params["transformer.ln_f.weight"], params["transformer.ln_f.bias"])
+    return _cross_entropy(x @ params["transformer.wte.weight"].T, targets)
+
+
+def nanogpt_value_and_grad(heads: int):
+    """``jax.jit(jax.value_and_grad(nanogpt_loss))`` for ``heads`` heads: (params, tokens, targets) → (loss, grads)."""
+    return jax.jit(jax.value_and_grad(partial(nanogpt_loss, heads=heads)))
+
+
+def nanogpt_step(params: dict[str, np.ndarray], heads: int, tokens: np.ndarray, targets: np.ndarray):
+    """The loss and all gradients, one jitted function, as a function of nothing (it waits for XLA's result).
+    float64 parameters run with ``jax.enable_x64`` (JAX's arrays are float32 without it)."""
+    x64 = next(iter(params.values())).dtype == np.float64
+    step = nanogpt_value_and_grad(heads)
+    with jax.enable_x64(x64):
+        params, tokens, targets = jax.tree.map(jnp.asarray, (params, tokens, targets))
+
+    def run():
+        with jax.enable_x64(x64):
+            return jax.block_until_ready(step(params, tokens, targets))
+    return run
 
 
 def _cross_entropy(logits, targets, ignore_index: int | None = None):
@@ -76,13 +79,6 @@ def _adamw(params, grads, m, v, count, lr=3e-4, b1=0.9, b2=0.999, eps=1e-8, weig
     params = jax.tree.map(lambda p, m, v: p * (1 - lr * weight_decay)
                           - lr * (m / correction1) / (jnp.sqrt(v / correction2) + eps), params, m, v)
     return params, m, v
-
-
-def gpt_step(vocab, width, heads, layers, tokens: np.ndarray, targets: np.ndarray):
-    """One jitted AdamW training step of the next-token cross-entropy, as a function of nothing."""
-    def loss(params, tokens, targets):
-        return _cross_entropy(forward(params, tokens, heads), targets)
-    return training_step(loss, init(np.random.default_rng(0), vocab, width, layers, tokens.shape[1]), tokens, targets)
 
 
 def training_step(loss, params, *batch: np.ndarray):

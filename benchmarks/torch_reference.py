@@ -1,7 +1,7 @@
-"""The PyTorch side of the benchmarks: the same computations as attngraph's, written as a PyTorch user
-would (``scaled_dot_product_attention``, ``F.layer_norm``, ``nn.GRUCell``, ``torch.optim.AdamW``). The GRU
-models (``Seq2Seq``, ``HAN``) bear attngraph's module names and take its parameters (``load``). Imported only
-when PyTorch is installed."""
+"""The PyTorch side of the benchmarks: the same computations as attngraph's, written as a PyTorch user would
+(nanoGPT's ``model.py`` for GPT, ``scaled_dot_product_attention``, ``F.layer_norm``, ``nn.GRUCell``,
+``torch.optim.AdamW``). The GRU models (``Seq2Seq``, ``HAN``) bear attngraph's module names and take its parameters
+(``load``). Imported only when PyTorch is installed."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,49 +12,116 @@ from torch import nn
 from attngraph.models.tokens import PAD
 
 
-class Block(nn.Module):
-    """attngraph's pre-norm GPT layer: x + Wₒ·attention(LN(x)), then x + W₂·GELU(W₁·LN(x))."""
+class CausalSelfAttention(nn.Module):
+    """nanoGPT's: one projection c_attn (d → 3d) split into q, k, v, each viewed (B, T, H, d/H) and transposed to
+    (B, H, T, d/H), ``scaled_dot_product_attention(is_causal=True)``, heads merged and projected by c_proj."""
 
     def __init__(self, width: int, heads: int):
         super().__init__()
         self.heads = heads
-        self.attention_norm, self.mlp_norm = nn.LayerNorm(width), nn.LayerNorm(width)
-        self.q, self.k, self.v, self.o = (nn.Linear(width, width) for _ in range(4))
-        self.up, self.down = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+        self.c_attn, self.c_proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
 
     def forward(self, x):
-        b, t, width = x.shape
-        h = self.attention_norm(x)
-        q, k, v = (proj(h).view(b, t, self.heads, width // self.heads).transpose(1, 2)
-                   for proj in (self.q, self.k, self.v))
-        heads = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.o(heads.transpose(1, 2).reshape(b, t, width))
-        return x + self.down(F.gelu(self.up(self.mlp_norm(x)), approximate="tanh"))
+        b, t, width = x.size()
+        q, k, v = (part.view(b, t, self.heads, width // self.heads).transpose(1, 2)
+                   for part in self.c_attn(x).split(width, dim=2))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.c_proj(y.transpose(1, 2).contiguous().view(b, t, width))
 
 
-class GPT(nn.Module):
-    """Token embeddings plus learned positions, the layers, a final LayerNorm, logits = h Eᵀ (tied)."""
+class MLP(nn.Module):
+    def __init__(self, width: int):
+        super().__init__()
+        self.c_fc, self.c_proj = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+
+    def forward(self, x):
+        return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+
+
+class Block(nn.Module):
+    """nanoGPT's pre-norm block: x + attn(ln_1(x)), then x + mlp(ln_2(x))."""
+
+    def __init__(self, width: int, heads: int):
+        super().__init__()
+        self.ln_1, self.attn = nn.LayerNorm(width), CausalSelfAttention(width, heads)
+        self.ln_2, self.mlp = nn.LayerNorm(width), MLP(width)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class NanoGPT(nn.Module):
+    """nanoGPT's ``model.py`` GPT (Karpathy): token and learned position embeddings, the blocks, ln_f, and the
+    lm_head tied to wte (no dropout; GELU's tanh form, as GPT-2 and attngraph's GPT)."""
 
     def __init__(self, vocab: int, width: int, heads: int, layers: int, length: int):
         super().__init__()
-        self.tokens, self.positions = nn.Embedding(vocab, width), nn.Embedding(length, width)
-        self.layers = nn.ModuleList(Block(width, heads) for _ in range(layers))
-        self.norm = nn.LayerNorm(width)
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(vocab, width), wpe=nn.Embedding(length, width),
+            h=nn.ModuleList(Block(width, heads) for _ in range(layers)), ln_f=nn.LayerNorm(width)))
+        self.lm_head = nn.Linear(width, vocab, bias=False)
+        self.transformer.wte.weight = self.lm_head.weight
 
     def forward(self, tokens):
-        x = self.tokens(tokens) + self.positions(torch.arange(tokens.shape[1]))
-        for layer in self.layers:
-            x = layer(x)
-        return self.norm(x) @ self.tokens.weight.T
+        x = self.transformer.wte(tokens) + self.transformer.wpe(torch.arange(tokens.shape[1]))
+        for block in self.transformer.h:
+            x = block(x)
+        return self.lm_head(self.transformer.ln_f(x))
 
 
-def gpt_step(vocab, width, heads, layers, tokens: np.ndarray, targets: np.ndarray, compiled: bool = False):
-    """One AdamW training step of the cross-entropy of next-token logits, as a function of nothing; with
-    ``compiled``, the model's forward and backward go through ``torch.compile`` (inductor's fused C++ kernels)."""
-    torch.manual_seed(0)
+def nanogpt(params: dict[str, np.ndarray], heads: int) -> NanoGPT:
+    """``NanoGPT`` holding ``params`` (benchmarks.gpt.init's: nanoGPT's names, matrices (in, out)), in their dtype."""
+    vocab, width = params["transformer.wte.weight"].shape
+    layers = sum(name.endswith(".ln_1.weight") for name in params)
+    model = NanoGPT(vocab, width, heads, layers, len(params["transformer.wpe.weight"]))
+    model.to(torch.from_numpy(params["transformer.wte.weight"]).dtype)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            parameter.copy_(torch.from_numpy(linear_weight(name, params[name])))
+    return model
+
+
+def linear_weight(name: str, array: np.ndarray) -> np.ndarray:
+    """A Linear's weight as PyTorch holds it (out, in), from or to attngraph's (in, out); other arrays as they are."""
+    return array.T if name.endswith(".weight") and array.ndim == 2 and ".h." in name else array
+
+
+def nanogpt_loss(logits, targets):
+    return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+def nanogpt_step(params: dict[str, np.ndarray], heads: int, tokens: np.ndarray, targets: np.ndarray,
+                 compiled: bool = False):
+    """nanoGPT's loss and the gradients of every parameter (``.grad``), as a function of nothing; with
+    ``compiled``, the model goes through ``torch.compile`` (inductor's fused C++ kernels), as nanoGPT's
+    ``train.py --compile``."""
+    model = nanogpt(params, heads)
+    forward = torch.compile(model) if compiled else model
     tokens, targets = torch.from_numpy(tokens), torch.from_numpy(targets)
-    return adamw_step(GPT(vocab, width, heads, layers, tokens.shape[1]), compiled,
-                      lambda logits_of: F.cross_entropy(logits_of(tokens).reshape(-1, vocab), targets.reshape(-1)))
+
+    def step():
+        model.zero_grad(set_to_none=True)
+        loss = nanogpt_loss(forward(tokens), targets)
+        loss.backward()
+        return loss
+    return step
+
+
+def nanogpt_func_step(params: dict[str, np.ndarray], heads: int, tokens: np.ndarray, targets: np.ndarray,
+                      compiled: bool = False):
+    """The same loss as a function of the parameters, ``torch.func.grad_and_value`` over ``functional_call`` (the
+    functional form, as ``ag.value_and_grad``), as a function of nothing returning (gradients, loss); with
+    ``compiled``, that function through ``torch.compile``."""
+    model = nanogpt(params, heads)
+    weights = {name: p.detach() for name, p in model.named_parameters()}
+    tokens, targets = torch.from_numpy(tokens), torch.from_numpy(targets)
+
+    def loss(weights):
+        return nanogpt_loss(torch.func.functional_call(model, weights, (tokens,)), targets)
+    grad_and_value = torch.func.grad_and_value(loss)
+    step = torch.compile(grad_and_value) if compiled else grad_and_value
+    return lambda: step(weights)
 
 
 def adamw_step(model: nn.Module, compiled: bool, loss_of):

@@ -1,6 +1,7 @@
 """The benchmarks' PyTorch and JAX models compute the function of the attngraph model they are timed against:
-loaded with its parameters, the same loss and the same gradients of every parameter, padding included.
-Skipped where PyTorch or JAX is not installed (the ``bench`` extra)."""
+loaded with its parameters, the same loss and the same gradients of every parameter, padding included; GPT's
+four programs (attngraph's module and functional forms, nanoGPT in PyTorch, eager and through torch.func, and in
+JAX) from the same weights. Skipped where PyTorch or JAX is not installed (the ``bench`` extra)."""
 import os
 from functools import partial
 
@@ -73,3 +74,65 @@ def test_reference_matches_attngraph(build, reference):
     for key, grad in expected.items():
         assert np.abs(grad).max() > 0, key                                  # every parameter is exercised
         np.testing.assert_allclose(grads[key], grad, rtol=1e-4, atol=1e-5, err_msg=key)
+
+
+GPT_SIZES = dict(width=8, heads=2, layers=2, length=6, batch=3)
+
+
+@pytest.fixture(scope="module")
+def gpt_case():
+    """benchmarks.gpt's weights (float64, every bias and gain drawn) and batch, and attngraph's functional loss and
+    gradients of them, by nanoGPT's parameter names."""
+    from benchmarks import gpt
+    rng = np.random.default_rng(0)
+    params = {name: value + rng.standard_normal(value.shape) * (0.1 if value.ndim == 1 else 0)
+              for name, value in gpt.init(rng, GPT_SIZES["width"], GPT_SIZES["layers"], GPT_SIZES["length"],
+                                          np.float64).items()}
+    tokens, targets = (rng.integers(0, gpt.VOCAB, (GPT_SIZES["batch"], GPT_SIZES["length"])) for _ in range(2))
+    value, grads = gpt.functional(params, GPT_SIZES["heads"])(*params.values(), tokens, targets)
+    return params, tokens, targets, value, dict(zip(params, grads))
+
+
+def assert_same_loss_and_gradients(value, grads, expected_value, expected):
+    """float64 all through; XLA's tanh and exp are approximations good to ~1e-9 (JAX's wte gradient: 3.5e-10)."""
+    np.testing.assert_allclose(value, expected_value, rtol=1e-10)
+    assert grads.keys() == expected.keys()
+    for key, grad in expected.items():
+        assert np.abs(grad).max() > 0, key                                  # every parameter is exercised
+        np.testing.assert_allclose(grads[key], grad, rtol=1e-6, atol=1e-9, err_msg=key)
+
+
+def test_gpt_module_matches_the_functional_form(gpt_case):
+    """attngraph's GPT holding nanoGPT's weights (c_attn split into w_q, w_k, w_v) computes the functional loss."""
+    from benchmarks import gpt
+    params, tokens, targets, expected_value, expected = gpt_case
+    model = gpt.module(params, GPT_SIZES["heads"], GPT_SIZES["length"])
+    value, grads = attngraph_loss_and_grads(lambda tokens, targets: ag.cross_entropy(model(tokens), targets),
+                                            dict(tokens=tokens, targets=targets))
+    assert_same_loss_and_gradients(value, grads, expected_value, gpt.module_state(expected))
+
+
+@pytest.mark.parametrize("form", ["module", "torch.func"])
+def test_nanogpt_in_pytorch_matches_attngraph(gpt_case, form):
+    torch = pytest.importorskip("torch")
+    from benchmarks import torch_reference as tr
+    params, tokens, targets, expected_value, expected = gpt_case
+    if form == "module":
+        model = tr.nanogpt(params, GPT_SIZES["heads"])
+        value = tr.nanogpt_loss(model(torch.from_numpy(tokens)), torch.from_numpy(targets))
+        value.backward()
+        grads = {name: p.grad for name, p in model.named_parameters()}
+    else:
+        grads, value = tr.nanogpt_func_step(params, GPT_SIZES["heads"], tokens, targets)()
+    assert_same_loss_and_gradients(value.item(), {name: tr.linear_weight(name, g.numpy()) for name, g in grads.items()},
+                                   expected_value, expected)
+
+
+def test_nanogpt_in_jax_matches_attngraph(gpt_case):
+    jax = pytest.importorskip("jax")
+    from benchmarks import jax_reference as jr
+    params, tokens, targets, expected_value, expected = gpt_case
+    with jax.enable_x64():
+        value, grads = jr.nanogpt_value_and_grad(GPT_SIZES["heads"])(params, tokens, targets)
+    assert_same_loss_and_gradients(float(value), {name: np.asarray(g) for name, g in grads.items()},
+                                   expected_value, expected)
