@@ -31,7 +31,6 @@ import numpy as np
 import attngraph as ag
 from attngraph.models import captions
 from attngraph.models.show_attend_tell import ShowAttendTell, objective
-from attngraph.models.tokens import EOS, PAD
 from attngraph.render.overlay import attention_panels
 from attngraph.train import Adam, CosineDecay
 
@@ -63,7 +62,7 @@ def main(argv=None) -> dict:
 
     model.eval()
     tokens, alpha = model.greedy_decode(heldout["images"], length)
-    metrics = evaluate(tokens, alpha, heldout["captions_out"])
+    metrics = captions.evaluate(tokens, alpha, heldout["captions_out"])
     run.graph(ag.trace(model, images=inputs["images"], captions_in=inputs["captions_in"]))
     side = int(np.sqrt(model.locations))
     for i in range(min(SHOWN, len(tokens))):
@@ -75,27 +74,6 @@ def main(argv=None) -> dict:
                       config={"model": {"vocab": captions.VOCAB, **CONFIG}, "training": TRAINING,
                               "heldout": run.args.heldout, "seed": run.seed},
                       metrics=metrics)
-
-
-def evaluate(tokens: np.ndarray, alpha: np.ndarray, targets: np.ndarray) -> dict:
-    """Exact captions, words in place (a target's words and ``</s>``, each against the decoded word at its
-    position), and how often a word of a right caption attends most to its shape's cell."""
-    decoded = np.full(targets.shape, PAD)
-    decoded[:, :tokens.shape[1]] = tokens
-    real = targets != PAD
-    exact = np.all((decoded == targets) | ~real, axis=1)
-    grid = int(np.sqrt(alpha.shape[-1]))
-    row, column = np.divmod(np.argmax(alpha, -1), grid)
-    looked_at = row // (grid // 3) * 3 + column // (grid // 3)        # (B, n): the cell of the grid of shapes
-    first_place = captions.WORDS.index(captions.PLACES[0])
-    on_shape = []
-    for i in np.flatnonzero(exact):
-        words = np.flatnonzero(targets[i] > EOS)
-        places = targets[i, words // captions.WORDS_PER_OBJECT * captions.WORDS_PER_OBJECT + 2] - first_place
-        on_shape.extend(looked_at[i, words] == places)
-    return {"heldout_exact_match": float(np.mean(exact)),
-            "heldout_token_accuracy": float(np.sum((decoded == targets) & real) / np.sum(real)),
-            "heldout_attention_on_shape": float(np.mean(on_shape)) if on_shape else 0.0}
 
 
 if __name__ == "__main__":

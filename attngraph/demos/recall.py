@@ -17,35 +17,11 @@ from __future__ import annotations
 import numpy as np
 
 import attngraph as ag
-from attngraph.nn import Embedding, Linear, Parameter, init
+from attngraph.models.recall import AdditiveRecall, make_batch
+from attngraph.nn import init
 from attngraph.train import Adam
 
 from .common import Run, demo_parser
-
-
-class AdditiveRecall(ag.Module):
-    def __init__(self, vocab: int, dim: int = 32, hidden: int = 32):
-        super().__init__()
-        self.embed = Embedding(vocab, dim)
-        self.w_query = Linear(dim, hidden, bias=False)
-        self.w_key = Linear(2 * dim, hidden)
-        self.v = Parameter(init.uniform((hidden,), 1 / np.sqrt(hidden)))
-        self.out = Linear(2 * dim, vocab)
-
-    def forward(self, tokens, next_tokens, query):
-        h = ag.concat([self.embed(tokens), self.embed(next_tokens)], axis=-1)     # (B, T, 2d)
-        q = ag.expand_dims(self.w_query(self.embed(query)), 1)                   # (B, 1, hidden)
-        alpha = ag.softmax(ag.tanh(q + self.w_key(h)) @ self.v)                  # (B, T)
-        context = ag.sum(ag.expand_dims(alpha, -1) * h, axis=1)                  # (B, 2d)
-        return self.out(context), alpha
-
-
-def make_batch(rng: np.random.Generator, batch: int, length: int, vocab: int):
-    tokens = np.stack([rng.choice(vocab, size=length + 1, replace=False) for _ in range(batch)])
-    where = rng.integers(0, length, size=batch)
-    rows = np.arange(batch)
-    return dict(tokens=tokens[:, :-1], next_tokens=tokens[:, 1:], query=tokens[rows, where]), \
-        tokens[rows, where + 1], where
 
 
 def main(argv=None) -> dict:

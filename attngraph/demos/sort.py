@@ -53,14 +53,7 @@ def main(argv=None) -> dict:
                   inputs=dict(tokens=tokens, targets=ag.Input(("B", "T"), "int64")))
 
     model.eval()
-    bos = task.vocab.index["<s>"]
-    decoded = [""] * len(heldout)
-    for length in sorted({len(source) for source, _ in heldout}):      # one batch per prompt length
-        rows = [i for i, (source, _) in enumerate(heldout) if len(source) == length]
-        prompts = np.array([[*task.vocab.encode(heldout[i][0]), bos] for i in rows])
-        continued = model.generate(prompts, new_tokens=length + 1, temperature=0)
-        for i, row in zip(rows, continued):
-            decoded[i] = _answer(task, row[length + 1:])
+    decoded = task.complete(model, [source for source, _ in heldout])
     exact = float(np.mean([d == target + "</s>" for d, (_, target) in zip(decoded, heldout)]))
 
     run.graph(ag.trace(model, tokens=tokens))
@@ -81,12 +74,6 @@ def main(argv=None) -> dict:
                       metrics={"heldout_exact_match": exact},
                       extra={"heldout_errors": [{"source": s, "target": t, "decoded": d}
                                                 for d, (s, t) in zip(decoded, heldout) if d != t + "</s>"][:20]})
-
-
-def _answer(task, ids) -> str:
-    """The symbols of ``ids`` up to and including the first </s>."""
-    symbols = task.vocab.decode(ids)
-    return "".join(symbols[:symbols.index("</s>") + 1] if "</s>" in symbols else symbols)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from .han import HAN
 from .lstmn import LSTMN, LSTMNClassifier
 from .memory import MemN2N, NTMReader
 from .pointer import PointerNetwork
+from .recall import AdditiveRecall
 from .registry import ModelSpec, get, names, register, spec
 from .seq2seq import BahdanauSeq2Seq, LuongSeq2Seq, Seq2Seq
 from .show_attend_tell import ShowAttendTell

@@ -94,3 +94,25 @@ def decode(tokens) -> str:
         if token == EOS:
             break
     return " ".join(words)
+
+
+def evaluate(tokens: np.ndarray, alpha: np.ndarray, targets: np.ndarray) -> dict:
+    """How well captions decoded as ``tokens`` (B, n) with attention ``alpha`` (B, n, L) match ``targets``
+    (B, T): exact captions, words in place (a target's words and ``</s>``, each against the decoded word at its
+    position), and how often a word of a right caption attends most to its shape's cell."""
+    decoded = np.full(targets.shape, PAD)
+    decoded[:, :tokens.shape[1]] = tokens
+    real = targets != PAD
+    exact = np.all((decoded == targets) | ~real, axis=1)
+    grid = int(np.sqrt(alpha.shape[-1]))
+    row, column = np.divmod(np.argmax(alpha, -1), grid)
+    looked_at = row // (grid // 3) * 3 + column // (grid // 3)        # (B, n): the cell of the grid of shapes
+    first_place = WORDS.index(PLACES[0])
+    on_shape = []
+    for i in np.flatnonzero(exact):
+        words = np.flatnonzero(targets[i] > EOS)
+        places = targets[i, words // WORDS_PER_OBJECT * WORDS_PER_OBJECT + 2] - first_place
+        on_shape.extend(looked_at[i, words] == places)
+    return {"heldout_exact_match": float(np.mean(exact)),
+            "heldout_token_accuracy": float(np.sum((decoded == targets) & real) / np.sum(real)),
+            "heldout_attention_on_shape": float(np.mean(on_shape)) if on_shape else 0.0}

@@ -116,6 +116,21 @@ class Task:
         end = symbols.index("</s>") if "</s>" in symbols else len(symbols)
         return "".join(s for s in symbols[:end] if s not in SPECIALS)
 
+    def complete(self, model, sources: Sequence[str]) -> list[str]:
+        """A decoder-only model's answers to ``sources``: the prompts x <s> continued greedily by
+        ``model.generate`` (a GPT, in eval mode) for len(x) + 1 tokens, one batch per source length: the
+        symbols written up to and including the first </s> (a right answer is y </s>, nothing after it)."""
+        bos = self.vocab.index["<s>"]
+        answers = [""] * len(sources)
+        for length in sorted({len(source) for source in sources}):
+            rows = [i for i, source in enumerate(sources) if len(source) == length]
+            prompts = np.array([[*self.vocab.encode(sources[i]), bos] for i in rows])
+            continued = model.generate(prompts, new_tokens=length + 1, temperature=0)
+            for i, row in zip(rows, continued):
+                symbols = self.vocab.decode(row[length + 1:])
+                answers[i] = "".join(symbols[:symbols.index("</s>") + 1] if "</s>" in symbols else symbols)
+        return answers
+
     def config(self) -> dict:
         return {"task": self.name, **dataclasses.asdict(self)}
 
