@@ -129,6 +129,14 @@ def _check_grads(args) -> int:
     return 0 if report.ok else 1
 
 
+def _profile(args) -> int:
+    from .inspect import profile
+    spec = _spec(args)
+    graph, batch = _model_step(spec, _model(args, spec, args.tiny), np.random.default_rng(0))
+    print(profile(graph, runs=args.runs, **batch).table(rows=args.rows))
+    return 0
+
+
 def _train(args) -> int:
     """``attngraph train``: the checks of every argument, then ``demos.registered.train``."""
     import json
@@ -576,6 +584,12 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("--view", choices=("forward", "backward", "both"), default="forward")
     sub = command("check-grads", _check_grads, "gradcheck every parameter of a tiny float64 configuration")
     model_options(sub)
+    sub = command("profile", _profile, "time the kernels of a training step (the loss and its gradient on a batch "
+                                       "of 2) per op and per module")
+    model_options(sub)
+    sub.add_argument("--tiny", action="store_true", help="start from the model's tiny configuration")
+    sub.add_argument("--runs", type=positive_int, default=10, help="timed runs, after one untimed (default: 10)")
+    sub.add_argument("--rows", type=positive_int, default=20, help="ops and modules shown (default: 20)")
     sub = command("train", _train, "train a registered model on its task; writes checkpoints, metrics, curves and "
                                    "pictures as the demos do (mpiexec -n N attngraph train: data parallel)",
                   epilog="DATA: 'task' (the model's own), a task name (" + ", ".join(_task_names()) + ") for a "

@@ -44,13 +44,13 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from ..errors import BindingError, DeviceError, DTypeError, NonFiniteError, ShapeError
+from ..errors import BindingError, DTypeError, NonFiniteError, ShapeError
 from . import debug
 from .device import backend
 from .dims import format_shape, resolve_shape
 from .graph import Graph, Node, graph_method
+from .interpreter import Checking, Interpreter, out_of_range
 from .passes import optimize
-from .prims.fused import first_nonfinite
 
 @graph_method("compile")
 def compile(graph: Graph, device: str = "cpu", seed: int | None = None) -> "Executable":
@@ -79,6 +79,10 @@ class Executable:
     fresh masks, two seeds draw unrelated sequences, and the same seed repeats the same sequence. Without a
     ``seed``, executables take 0, 1, 2, ... in the order they are made, so that two of them (say one per
     thread, or one per input signature) do not repeat each other's masks.
+
+    ``interpreter``: None (the fast loop), or an ``Interpreter`` (core/interpreter.py) of the executable's device
+    that runs every later call's steps through its ``run_node`` hook, e.g. the profiler; debug mode runs them
+    through ``Checking``.
     """
 
     def __init__(self, graph: Graph, device: str = "cpu", seed: int | None = None):
@@ -98,6 +102,7 @@ class Executable:
         self._nodes = [n for n in order if n.kind == "call"]
         self._steps = self._schedule(order, slot)
         self._plans: dict[tuple, list[tuple]] = {}
+        self.interpreter: Interpreter | None = None
 
     def _schedule(self, order: list[Node], slot: dict[Node, int]) -> list[Step]:
         last_use = {}
@@ -106,12 +111,9 @@ class Executable:
                 last_use[x] = node
         keep = set(self._outputs)
         steps = []
+        kernels = Interpreter(self.device)
         for node in self._nodes:
-            kernel = self._backend.kernels.get(node.op)
-            if kernel is None:
-                raise DeviceError(f"op {node.op!r} has no {self.device} kernel ({node.describe()})")
-            if hasattr(kernel, "for_dtypes"):        # resolved once here rather than on every call
-                kernel = kernel.for_dtypes(*(x.dtype for x in node.inputs), **node.attrs)
+            kernel = kernels.kernel(node)           # resolved once here rather than on every call
             dead = {slot[x] for x in node.inputs if last_use[x] is node and slot[x] not in keep}
             steps.append(Step(kernel, tuple(slot[x] for x in node.inputs), slot[node], node.attrs, tuple(dead)))
         return steps
@@ -149,8 +151,9 @@ class Executable:
             env[index] = self._backend.put(data)
             borrowed.append(env[index])
         steps = self._plan(bindings)
-        if debug.enabled():
-            self._run_checked(steps, env, bindings)
+        interpreter = self.interpreter or (Checking(self.device) if debug.enabled() else None)
+        if interpreter is not None:
+            interpreter.run(steps, self._nodes, env, bindings)
         else:
             try:
                 for call, inputs, output, frees in steps:
@@ -158,7 +161,7 @@ class Executable:
                     for i in frees:
                         env[i] = None
             except IndexError as error:
-                raise _out_of_range(error, self._nodes[[step[2] for step in steps].index(output)]) from error
+                raise out_of_range(error, self._nodes[[step[2] for step in steps].index(output)]) from error
         outputs = tuple(env[i] for i in self._outputs)
         return self._unshared(outputs, borrowed) if self.device == "cpu" else outputs
 
@@ -206,30 +209,6 @@ class Executable:
             self._plans[key] = plan
         return plan
 
-    def _run_checked(self, steps: list[tuple], env: list, bindings: dict[str, int]) -> None:
-        """The debug loop: name the first node whose kernel fails or whose output is not finite."""
-        for (call, inputs, output, frees), node in zip(steps, self._nodes):
-            arrays = [env[i] for i in inputs]
-            try:
-                out = call(*arrays)
-            except IndexError as error:
-                raise _out_of_range(error, node) from error
-            except Exception as e:
-                e.add_note(f"while running {node.describe()}")
-                raise
-            expected = resolve_shape(node.shape, bindings)
-            if out.shape != expected:
-                raise AssertionError(f"kernel of {node.describe()} returned shape {out.shape}, expected {expected}")
-            values = self._backend.get(out)
-            if values.dtype.kind == "f" and not np.isfinite(values).all():
-                kind = "NaN" if np.isnan(values).any() else "Inf"
-                culprit = first_nonfinite(node, list(map(self._backend.get, arrays))) if node.op == "fused" else node
-                where = "" if culprit is node else f", fused into {node.label}"
-                raise NonFiniteError(f"{kind} in the output of {culprit.describe()}{where}")
-            env[output] = out
-            for i in frees:
-                env[i] = None
-
 
 _seeds = itertools.count()
 _seeds_lock = threading.Lock()
@@ -252,13 +231,6 @@ def _owner(a: np.ndarray) -> np.ndarray:
             break
         a, base = base, base.base
     return a
-
-
-def _out_of_range(error: IndexError, node: Node) -> BindingError:
-    """The error for an index that a kernel (gather, embedding) found out of range at run time: one fed to the
-    graph, or one computed from the sizes fed (positions of a sequence longer than their table)."""
-    return BindingError(f"{error}, in {node.describe()}: check the indices fed to the graph, or the sizes they are "
-                        "computed from (a sequence longer than its position table)")
 
 
 def _changed(node: Node, data) -> Exception:

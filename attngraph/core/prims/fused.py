@@ -6,14 +6,13 @@ results of earlier instructions; the last is the output); ``views``, for each in
 through which the program reads it (a slice of it, read in place: a recurrent cell's gates, a time step);
 ``reads``, the output axis each (viewed) input axis follows (see ops/cpu/fused.py); ``shape``, the output's.
 The node's ``value`` holds the nodes it stands for, one per instruction, with their names, scopes and source
-lines: debug mode names the one that first makes a NaN or Inf.
+lines: debug mode (core/interpreter.py) names the one that first makes a NaN or Inf.
 Its FLOPs are those of the ops, and its gradient is theirs: the VJP expands the program into them and
 differentiates that.
 """
 import numpy as np
 
 from .. import functional as F
-from ..device import backend
 from ..primitive import define, lookup
 from .movement import sliced_shape
 
@@ -46,17 +45,6 @@ def formula(program: tuple, names: list[str]) -> str:
     """The program as one expression of the inputs ``names``, e.g. ``tanh(add(x0, x1))``."""
     return run_program(program, names, lambda k, op, xs, dtype: f"{dtype}({xs[0]})" if op == "astype" else
                        f"{op}({', '.join(xs)})")[-1]
-
-
-def first_nonfinite(node, inputs: list):
-    """The node, of those a fused ``node`` stands for, whose value is the first to hold NaN or Inf for these host
-    arrays, computed op by op as the unfused graph would; ``node`` itself when none does."""
-    values = run_program(node.attrs["program"], viewed(inputs, node.attrs["views"], lambda x, view: x[view]),
-                         lambda k, op, xs, dtype: np.asarray(xs[0]).astype(dtype) if op == "astype" else
-                         backend("cpu").kernels[op](*xs))
-    computed = values[len(inputs):]
-    return next((member for member, y in zip(node.value, computed)
-                 if y.dtype.kind == "f" and not np.isfinite(y).all()), node)
 
 
 def fused_vjp(g, y, *inputs, program, views, **_):
