@@ -53,11 +53,14 @@ from .errors import AttnGraphError
 
 
 def _models(args) -> int:
+    """The registry: each model's name and description, and its settings on the line below."""
     from . import models
+    from .inspect.table import table
+    rows = []
     for name in models.names():
         spec = models.spec(name)
-        print(f"{name:<20} {spec.description}")
-        print(f"{'':<20} " + ", ".join(f"{k}={v}" for k, v in spec.defaults.items()))
+        rows += [(name, spec.description), ("", ", ".join(f"{k}={v}" for k, v in spec.defaults.items()))]
+    print("\n".join(table(("model", "description and settings"), rows, left=("model", "description and settings"))))
     return 0
 
 
@@ -78,6 +81,8 @@ def _render(args) -> int:
 
 def _export(args) -> int:
     from .export.onnx import export_onnx, onnx_package
+    if Path(args.onnx).suffix.lower() != ".onnx":
+        args.parser.error(f"--onnx {args.onnx}: give a file name ending in .onnx, such as model.onnx")
     _check_writable(args, "--onnx", Path(args.onnx), "model.onnx")
     onnx_package()
     print(f"wrote {export_onnx(_checked_graph(args)[0], args.onnx, **args.dim)}")
@@ -542,11 +547,18 @@ def _parser() -> argparse.ArgumentParser:
         sub.set_defaults(run=run, parser=sub)
         return sub
 
-    def model_options(sub):
+    def model_options(sub, seeded: str | None = None):
+        """MODEL and --config; --seed where an example batch is drawn (``seeded`` says when)."""
         sub.add_argument("model", metavar="MODEL", help="a registry name or path/to/file.py:NAME")
         sub.add_argument("--config", type=_setting, action="append", default=[], metavar="KEY=VALUE",
                          help="change a setting of the model (repeatable)")
-        sub.add_argument("--seed", type=seed, default=0, help="seed of the example batch")
+        if seeded:
+            sub.add_argument("--seed", type=seed, default=0, help=f"seed of the example batch ({seeded})")
+
+    def view_option(sub):
+        sub.add_argument("--view", choices=("forward", "backward", "both"), default="forward",
+                         help="the forward graph (default), the loss's gradient graph on the example batch "
+                              "(backward), or both passes")
 
     def size_options(sub, dim_help="bind a symbolic dimension for FLOPs and sizes, e.g. T=128 (repeatable)"):
         sub.add_argument("--tiny", action="store_true", help="start from the model's tiny configuration")
@@ -561,10 +573,10 @@ def _parser() -> argparse.ArgumentParser:
     model_options(sub)
     picture_options(sub)
     sub = command("render", _render, "draw a model's graph (.svg, .png, .pdf or .dot)")
-    model_options(sub)
+    model_options(sub, seeded="--view backward or both")
     picture_options(sub)
     sub.add_argument("--out", required=True, help="the file to write; its suffix gives the format")
-    sub.add_argument("--view", choices=("forward", "backward", "both"), default="forward")
+    view_option(sub)
     sub.add_argument("--roll", action="store_true", default=None,
                      help="draw identical consecutive blocks once, marked ×N (default: when the picture is large)")
     sub.add_argument("--parameter-nodes", action="store_true", help="draw parameters as nodes of their own")
@@ -578,12 +590,12 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("--onnx", required=True, metavar="FILE", help="the ONNX file to write")
     sub = command("view", _view, "write one HTML page to explore a model's graph (fold modules, search, details "
                                  "of a node) and its attention weights on an example batch")
-    model_options(sub)
+    model_options(sub, seeded="its attention weights, and --view backward or both")
     picture_options(sub)
     sub.add_argument("--out", help="the .html file to write (default: MODEL.html)")
-    sub.add_argument("--view", choices=("forward", "backward", "both"), default="forward")
+    view_option(sub)
     sub = command("check-grads", _check_grads, "gradcheck every parameter of a tiny float64 configuration")
-    model_options(sub)
+    model_options(sub, seeded="the batch the gradients are checked on")
     sub = command("profile", _profile, "time the kernels of a training step (the loss and its gradient on a batch "
                                        "of 2) per op and per module")
     model_options(sub)

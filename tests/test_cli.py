@@ -172,3 +172,26 @@ def test_python_dash_m():
 def test_demo_options_without_a_name_go_to_the_default_demo(tmp_path):
     assert main(["demo", "--steps", "2", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "metrics.json").is_file()
+
+
+def test_tables_stay_aligned_on_long_names(capsys):
+    from attngraph.inspect import GradcheckReport
+    from attngraph.inspect.gradcheck import GradcheckEntry
+    _, out, _ = run(capsys, "models")
+    lines = out.splitlines()
+    column = lines[0].index("description")
+    assert all(line[column - 2:column] == "  " and line[column] != " " for line in lines[1:])
+    entries = [GradcheckEntry("a" * 40, (3,), 1e-9, 1e-8, True), GradcheckEntry("b", (12, 16), 2e-9, 3e-8, False)]
+    table = str(GradcheckReport(entries)).splitlines()
+    shape, errors_end = table[0].index("shape"), table[0].index("max rel err") + len("max rel err")
+    for line in table:
+        assert line[shape - 2:shape] == "  " and line[shape] != " "                       # left-aligned
+        assert line[errors_end - 1] != " " and line[errors_end:errors_end + 2] == "  "   # right-aligned
+    assert [line.split()[-1] for line in table] == ["ok", "yes", "NO"]
+
+
+def test_view_and_seed_options_are_documented(capsys):
+    for command in ("render", "view"):
+        assert run(capsys, command, "--help")[0] == 0
+    _, out, _ = run(capsys, "render", "--help")
+    assert "gradient graph" in out and "seed of the example batch (--view backward or both)" in " ".join(out.split())

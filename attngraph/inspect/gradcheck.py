@@ -20,6 +20,7 @@ from ..core.executor import compile
 from ..core.graph import Graph
 from ..core.functional import as_node
 from ..core.tracing import add_output, building
+from .table import table
 
 
 @dataclass
@@ -44,10 +45,9 @@ class GradcheckReport:
             raise AssertionError(f"gradient check failed:\n{self}")
 
     def __str__(self) -> str:
-        rows = [f"{'input':<24} {'shape':<16} {'max abs err':>12} {'max rel err':>12}  ok"]
-        rows += [f"{e.name:<24} {str(e.shape):<16} {e.max_abs_error:12.3e} {e.max_rel_error:12.3e}  "
-                 f"{'yes' if e.ok else 'NO'}" for e in self.entries]
-        return "\n".join(rows)
+        return "\n".join(table(("input", "shape", "max abs err", "max rel err", "ok"), [
+            (e.name, str(e.shape), f"{e.max_abs_error:.3e}", f"{e.max_rel_error:.3e}", "yes" if e.ok else "NO")
+            for e in self.entries], left=("input", "shape", "ok")))
 
 
 def gradcheck(fn: Callable, *args, argnums: Sequence[int] | None = None, eps: float = 1e-6,

@@ -31,6 +31,7 @@ from ..core.dims import resolve, symbols
 from ..core.graph import Graph, Node, graph_method
 from .calls import Call, ancestors, call_paths, is_backward, short_name
 from .flops import binding, describe_binding, format_bytes, format_count, node_bytes, node_flops
+from .table import table
 
 COLUMNS = ("module", "type", "calls", "input", "output", "parameters", "% params", "FLOPs", "trainable")
 LEFT = ("module", "type", "input", "output")        # the columns aligned left
@@ -51,13 +52,10 @@ class Summary:
     defaulted: list[str] = field(default_factory=list)       # the symbolic dimensions not given (bound to 1)
 
     def __str__(self) -> str:
-        cells = [COLUMNS] + [("  " * (r["depth"] - 1) + r.get("label", short_name(r["module"])), r["type"],
-                              str(r["calls"]),
-                              r["input"], r["output"], f"{r['parameters']:,}", f"{r['percent']:.1f}",
-                              format_count(r["flops"]), f"{r['trainable']:,}") for r in self.rows]
-        widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
-        lines = ["  ".join(c.ljust(w) if column in LEFT else c.rjust(w)
-                           for column, c, w in zip(COLUMNS, row, widths)).rstrip() for row in cells]
+        lines = table(COLUMNS, [("  " * (r["depth"] - 1) + r.get("label", short_name(r["module"])), r["type"],
+                                 str(r["calls"]), r["input"], r["output"], f"{r['parameters']:,}",
+                                 f"{r['percent']:.1f}", format_count(r["flops"]), f"{r['trainable']:,}")
+                                for r in self.rows], LEFT)
         at = f" at {describe_binding(self.bindings)}" if self.bindings else ""
         rule = "─" * max(map(len, lines))
         lines[1:1] = [rule]

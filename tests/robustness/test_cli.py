@@ -168,7 +168,10 @@ BAD = [
     (["summary", "gpt", "--dim", "T=abc"], "expected NAME=SIZE with a positive integer size"),
     (["summary", "gpt", "--dim", "T"], "expected key=value, got 'T'"),
     (["summary", "{model}:SPEC", "--dim", "Q=3"], "the graph has no dimension(s) ['Q']"),
-    (["summary", "gpt", "--seed=-1"], "argument --seed: expected a non-negative integer seed, got '-1'"),
+    (["summary", "gpt", "--seed", "1"], "unrecognized arguments: --seed 1"),       # summary draws no batch
+    (["export", "gpt", "--seed", "1", "--onnx", "{tmp}/g.onnx"], "unrecognized arguments: --seed 1"),
+    (["export", "gpt", "--onnx", "{tmp}/g.txt"], "g.txt: give a file name ending in .onnx"),
+    (["check-grads", "gpt", "--seed=-1"], "argument --seed: expected a non-negative integer seed, got '-1'"),
     (["render", "gpt", "--view", "backward", "--seed", "x", "--out", "{tmp}/g.dot"], "non-negative integer seed"),
     # render --out
     (["render", "gpt", "--tiny"], "the following arguments are required: --out"),
