@@ -58,8 +58,9 @@ version and gradient schedule; before each step's sums the ranks check that they
 ``fit`` with the same batch layout (``DistributedError`` on every rank otherwise). Only rank 0 writes the metrics
 file and checkpoints and shows progress; callbacks run on every rank. ``eval_fn`` runs on every rank and its
 metrics are averaged over the ranks, weighted by its ``examples`` entry when it returns one: an ``eval_fn`` that
-evaluates only ``trainer.world.shard(n)`` of its n examples (and returns ``examples``) is sharded. The first step,
-evaluation and update run on rank 0 first, so that numba's kernels are compiled into the cache once.
+evaluates only ``trainer.world.shard(n)`` of its n examples (and returns ``examples``) is sharded (it calls no
+collective itself). The first step, evaluation and update run on rank 0 first, so that numba's kernels are
+compiled into the cache once.
 """
 from __future__ import annotations
 
