@@ -190,10 +190,10 @@ def han_step(rounds: int) -> dict:
 
 def fusion_case(name: str, config: dict, loss: Callable, batch: dict[str, np.ndarray], rounds: int) -> dict:
     """The elementwise fusion pass's gain: the loss and its gradients compiled with it and without it
-    (``optimize(graph, fuse=False)``), alternating; exactly the same results."""
+    (``optimize(graph, elementwise=False)``), alternating; exactly the same results."""
     graph = ag.trace(loss, **batch)
     gradient = graph.grad(wrt=[n for n in graph.parameters.values() if not n.stop_gradient])
-    fused, unfused = (Executable(optimize(gradient, fuse=fuse)) for fuse in (True, False))
+    fused, unfused = (Executable(optimize(gradient, elementwise=on)) for on in (True, False))
     calls = {"fused": len(fused._steps), "unfused": len(unfused._steps)}
     return versus(name, {**config, "kernel calls": calls}, lambda: fused(**batch),
                   {"unfused": lambda: unfused(**batch)}, rounds, *ratio_at_most("unfused", 1.0))

@@ -96,25 +96,30 @@ def test_ranks_take_the_step_of_one_process_with_their_micro_batches(tmp_path, r
     assert sorted(re.findall(r"rank (\d+): same", result.output)) == [str(r) for r in range(ranks)], result.output
 
 
+DIFFERENCES = {
+    "steps": "the ranks disagree on the steps: rank 0 has 2, rank 1 has 3",
+    "step": "the ranks disagree on the step: rank 0 has 0, rank 1 has 1",
+    "data": "the start-up check of the trainer: the ranks disagree on the gradient schedule: rank 0 has "
+            "{'accumulate': 1,",
+    "model": "the start-up check of the trainer: the ranks disagree on the parameters: rank 0 has [('0.weight', (4, 16)",
+    "version": "the start-up check of the trainer: the ranks disagree on the attngraph version: rank 0 has '0.1.0', "
+               "rank 1 has '9.9.9'",
+}
+
+
 @requires_mpi
-@pytest.mark.parametrize("case, difference", [
-    ("steps", "the ranks disagree on the steps: rank 0 has 2, rank 1 has 3"),
-    ("step", "the ranks disagree on the step: rank 0 has 0, rank 1 has 1"),
-    ("data", "the start-up check of the trainer: the ranks disagree on the gradient schedule: rank 0 has "
-             "{'accumulate': 1,"),
-    ("model", "the start-up check of the trainer: the ranks disagree on the parameters: rank 0 has [('0.weight', (4, 16)"),
-    ("version", "the start-up check of the trainer: the ranks disagree on the attngraph version: rank 0 has '0.1.0', "
-                "rank 1 has '9.9.9'"),
-])
-def test_ranks_that_differ_get_an_error_naming_the_difference_on_every_rank(tmp_path, case, difference):
-    result = launch(RANKS / "trainer.py", 2, [case, tmp_path], timeout=90)
+def test_ranks_that_differ_get_an_error_naming_the_difference_on_every_rank(tmp_path):
+    result = launch(RANKS / "trainer.py", 2, ["differ", tmp_path], timeout=120)
     assert result.returncode == 0, result.output
-    errors = re.findall(r"rank (\d): DistributedError: (.*?)(?=rank \d: DistributedError|\n|$)", result.output)
-    assert sorted(rank for rank, _ in errors) == ["0", "1"], result.output
-    assert all(difference in message for _, message in errors), result.output
+    errors = re.findall(r"rank (\d): (\w+): DistributedError: (.*?)(?=rank \d: \w+: |\n|$)", result.output)
+    assert sorted((case, rank) for rank, case, _ in errors) == sorted((case, r) for case in DIFFERENCES
+                                                                      for r in "01"), result.output
+    for rank, case, message in errors:
+        assert DIFFERENCES[case] in message, (rank, case, message)
 
 
 @requires_mpi
+@pytest.mark.cuda
 def test_ranks_training_on_cuda_stage_their_gradients_through_the_host(tmp_path):
     """On numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=0 set for the test runs it on a GPU), against one CPU process."""
     result = launch(RANKS / "trainer.py", 2, ["cuda", tmp_path], timeout=240,
