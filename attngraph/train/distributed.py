@@ -154,24 +154,36 @@ _world: World | None = None
 
 
 def init(timeout: float | None = None) -> World:
-    """MPI's world (``COMM_WORLD``), or a world of one when mpi4py is not installed. With more than one rank it
-    installs ``sys.excepthook`` so that an uncaught exception on a rank prints its traceback and aborts every
-    rank. ``timeout``: the collectives' deadline in seconds (default ``ATTNGRAPH_MPI_TIMEOUT`` or ``TIMEOUT``).
+    """MPI's world (``COMM_WORLD``), or a world of one when mpi4py or its MPI library is missing (but
+    ``DistributedError`` when an MPI launcher started this process: N lone trainings would be wrong). With more than
+    one rank it installs ``sys.excepthook`` so that an uncaught exception on a rank prints its traceback and aborts
+    every rank. ``timeout``: the collectives' deadline in seconds (default ``ATTNGRAPH_MPI_TIMEOUT`` or ``TIMEOUT``).
     Later calls return the same world (with the new timeout, when given)."""
     global _world
     if _world is None:
         try:
             from mpi4py import MPI
-        except ImportError:
+        except (ImportError, RuntimeError) as e:       # RuntimeError: mpi4py without an MPI library to load
+            if launched_by_mpi():
+                raise DistributedError(f"an MPI launcher started this process, but mpi4py cannot load MPI ({e}): "
+                                       "pip install 'attngraph[mpi]', or build mpi4py against the site's MPI") from None
             comm = None
         else:
             comm = MPI.COMM_WORLD if MPI.COMM_WORLD.Get_size() > 1 else None
-        _world = World(comm, float(os.environ.get("ATTNGRAPH_MPI_TIMEOUT", TIMEOUT)))
+        _world = World(comm, _environment_timeout())
         if _world.size > 1:
             sys.excepthook = _abort_on_exception
     if timeout is not None:
         _world = World(_world.comm, timeout)
     return _world
+
+
+def _environment_timeout() -> float:
+    value = os.environ.get("ATTNGRAPH_MPI_TIMEOUT", str(TIMEOUT))
+    try:
+        return float(value)
+    except ValueError:
+        raise DistributedError(f"ATTNGRAPH_MPI_TIMEOUT must be a number of seconds, got {value!r}") from None
 
 
 def launched_by_mpi() -> bool:

@@ -1,6 +1,7 @@
 """attngraph.train.distributed: a world of one in this process, and 2-3 ranks under mpiexec (tests/mpi.py)."""
 import os
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -126,3 +127,21 @@ def test_ranks_training_on_cuda_stage_their_gradients_through_the_host(tmp_path)
                     env={"NUMBA_ENABLE_CUDASIM": os.environ.get("NUMBA_ENABLE_CUDASIM", "1")})
     assert result.returncode == 0, result.output
     assert sorted(re.findall(r"rank (\d+): same", result.output)) == ["0", "1"], result.output
+
+
+def test_a_launched_process_without_mpi_is_refused_rather_than_training_alone(monkeypatch):
+    monkeypatch.setattr(distributed, "_world", None)
+    monkeypatch.setenv("PMI_RANK", "0")
+    monkeypatch.setitem(sys.modules, "mpi4py", None)            # import fails as without the package
+    with pytest.raises(DistributedError, match="an MPI launcher started this process, but mpi4py cannot load MPI"):
+        distributed.init()
+    monkeypatch.delenv("PMI_RANK")
+    assert distributed.init().size == 1
+
+
+def test_a_malformed_timeout_variable_is_named(monkeypatch):
+    monkeypatch.setattr(distributed, "_world", None)
+    monkeypatch.setitem(sys.modules, "mpi4py", None)
+    monkeypatch.setenv("ATTNGRAPH_MPI_TIMEOUT", "soon")
+    with pytest.raises(DistributedError, match="ATTNGRAPH_MPI_TIMEOUT must be a number of seconds, got 'soon'"):
+        distributed.init()
