@@ -119,8 +119,8 @@ class World:
         for key in values:
             for rank, other in enumerate(gathered[1:], 1):
                 if other.get(key) != gathered[0].get(key):
-                    raise DistributedError(f"{what}: the ranks disagree on the {key}: rank 0 has {gathered[0].get(key)!r}, "
-                                           f"rank {rank} has {other.get(key)!r}")
+                    raise DistributedError(f"rank {self.rank} of {self.size}: {what}: the ranks disagree on the {key}: "
+                                           f"rank 0 has {gathered[0].get(key)!r}, rank {rank} has {other.get(key)!r}")
 
     def shard(self, count: int) -> slice:
         """This rank's contiguous part of ``count`` items: parts differ in length by at most one."""

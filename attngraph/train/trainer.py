@@ -180,7 +180,7 @@ class Trainer:
         self._writable(None if self.checkpoint_path is None else checkpoint.file_of(self.checkpoint_path),
                        "checkpoint_path")
         self.world.check_same({"steps": steps, "step": self.step},
-                              f"rank {self.world.rank}: the start of fit(steps={steps}) at step {self.step}")
+                              f"the start of fit(steps={steps}) at step {self.step}")
         self._stop, self._warned_nonfinite, start = False, False, len(self.history)
         shown = self.progress if self.world.rank == 0 else False
         clock = StepClock(self.step, steps)
@@ -294,10 +294,10 @@ class Trainer:
         if self.world.size == 1:
             return grads, float(np.mean(losses)), extras, count
         self.world.check_same({"step": t, "batch layout": _layout(batch)},
-                              f"rank {self.world.rank}: step {t}, before the sums")
+                              f"step {t}, before the sums")
         if self._buckets is None:
             self._buckets = distributed.GradientBuckets(self.world, _like(grads), self._bucket_bytes)
-        grads = self._buckets.reduce(grads, f"rank {self.world.rank}: step {t}: the gradient all-reduce")
+        grads = self._buckets.reduce(grads, f"step {t}: the gradient all-reduce")
         scalars = self.world.allreduce_sum(np.array([np.sum(losses), count, *extras.values()], np.float64),
                                            f"step {t}: the all-reduce of the loss and metrics")
         loss = float(scalars[0] / (self.accumulate * self.world.size))
@@ -326,7 +326,7 @@ class Trainer:
                      "parameters": [(name, tuple(p.shape), str(p.dtype)) for name, p in self.optimizer.named],
                      "gradient schedule": {"accumulate": self.accumulate, "bucket_bytes": self._bucket_bytes,
                                            "optimizer": type(self.optimizer).__name__, "device": self.device}}
-        self.world.check_same(signature, f"rank {self.world.rank}: the start-up check of the trainer")
+        self.world.check_same(signature, "the start-up check of the trainer")
         distributed.broadcast_parameters(self.world, self.optimizer.named)
 
     def _writable(self, path: Path | None, name: str) -> None:
