@@ -145,3 +145,11 @@ def test_a_malformed_timeout_variable_is_named(monkeypatch):
     monkeypatch.setenv("ATTNGRAPH_MPI_TIMEOUT", "soon")
     with pytest.raises(DistributedError, match="ATTNGRAPH_MPI_TIMEOUT must be a number of seconds, got 'soon'"):
         distributed.init()
+
+
+@requires_mpi
+def test_a_trainer_whose_rank_stalls_reports_the_rank_and_step_and_ends():
+    result = launch(RANKS / "trainer.py", 2, ["stalls", "."], timeout=60, runner=False)
+    assert result.returncode != 0
+    assert "CollectiveTimeout: rank 0 of 2: step 2: the agreement to stop waited more than 2 s" in result.output, \
+        result.output

@@ -5,12 +5,14 @@ same: W ranks with accumulate=a train the regression MLP (dropout, clipping, a s
   a=1, else within 1e-6 relative; the ranks' parameters are identical; only rank 0 wrote the metrics file; the
   checkpoint resumed by one process repeats the run. Prints "rank R: same".
 cuda: the same on "cuda" (the simulator) against one CPU process, within float32 rounding.
+stalls: rank 1 stalls in a callback of step 2; rank 0's next collective times out naming its rank and step 2.
 differ: in turn, the ranks differ in fit's steps, the trainer's step, the micro-batches a step, the model,
   attngraph's version: each rank prints the DistributedError it got each time.
 """
 import json
 import re
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -95,6 +97,13 @@ if case in ("same", "cuda"):
     resumed.fit(batches, steps=4)
     compare(values(resumed), values(alone), exact, f"rank {rank}: the resumed run", rtol)
     print(f"rank {rank}: same", flush=True)
+elif case == "stalls":
+    trainer = make(world, 1)
+    trainer.fit(batches, steps=1)                                   # compiled: the next steps are quick
+    trainer.world = distributed.World(world.comm, timeout=2)
+    if rank == 1:
+        trainer.callbacks.append(lambda t, record: time.sleep(60))  # rank 1 stalls after its step 2
+    trainer.fit(batches, steps=3)
 else:
     for difference in ("steps", "step", "data", "model", "version"):     # one launch; the ranks stay in step
         trainer_module.__version__ = "0.1.0" if difference != "version" or rank == 0 else "9.9.9"
