@@ -121,10 +121,9 @@ def launch(ranks: int, threads: int, *args) -> dict:
 def distributed(rounds: int) -> dict:
     """Steps/s on 1 and 2 ranks, the all-reduce's overhead, and the cost model's efficiency at 8-64 ranks."""
     before, steps = load(), max(5, rounds)
+    settings = {"1 rank, 1 thread": (1, 1, 2), "2 ranks, 1 thread each": (2, 1, 1), "1 rank, 2 threads": (1, 2, 2)}
     rates = {(model, setting): launch(ranks, threads, "train", model, accumulate, steps)["steps_per_second"]
-             for model in ("gpt", "seq2seq")
-             for setting, (ranks, threads, accumulate) in {"1 rank, 1 thread": (1, 1, 2), "2 ranks, 1 thread each": (2, 1, 1),
-                                                           "1 rank, 2 threads": (1, 2, 2)}.items()}
+             for model in ("gpt", "seq2seq") for setting, (ranks, threads, accumulate) in settings.items()}
     reduces = [launch(2, 1, "allreduce", 3 * rounds, width, layers) for width, layers in ((128, 2), (256, 8))]
     overhead = [{name: seconds / reduce["bare Allreduce"] - 1 for name, seconds in reduce.items()
                  if name.startswith("buckets")} for reduce in reduces]

@@ -211,7 +211,8 @@ def as_world(comm) -> World:
 def _abort_on_exception(kind, value, tb) -> None:
     """``sys.excepthook`` of a rank: print the traceback, then end every rank."""
     rank = _world.rank if _world is not None else "?"
-    sys.stderr.write(f"attngraph: rank {rank} failed; aborting all ranks\n" + "".join(traceback.format_exception(kind, value, tb)))
+    sys.stderr.write(f"attngraph: rank {rank} failed; aborting all ranks\n"
+                     + "".join(traceback.format_exception(kind, value, tb)))
     sys.stderr.flush()
     _world.abort(1)
 

@@ -246,10 +246,11 @@ class Trainer:
         ``CheckpointError`` and leaves this trainer, its model, optimizer and schedule as they were."""
         saved = checkpoint.read(path)
         seed, schedule, stopping = _trainer_state(saved, path)
-        if saved.metadata.get("global_micro_batches", self.accumulate * self.world.size) != self.accumulate * self.world.size:
-            logger.warning("%s was trained on %d micro-batches a step, this trainer takes %d (accumulate %d x %d ranks): "
-                           "the resumed run differs from the original", path, saved.metadata["global_micro_batches"],
-                           self.accumulate * self.world.size, self.accumulate, self.world.size)
+        total = self.accumulate * self.world.size
+        if saved.metadata.get("global_micro_batches", total) != total:
+            logger.warning("%s was trained on %d micro-batches a step, this trainer takes %d (accumulate %d x %d "
+                           "ranks): the resumed run differs from the original", path, saved.metadata["global_micro_batches"],
+                           total, self.accumulate, self.world.size)
         checkpoint.restore(saved, self.model, self.optimizer)
         self.seed, self.schedule = seed, schedule
         self.best, self.evals_without_improvement = stopping["best"], stopping["evals_without_improvement"]

@@ -41,7 +41,8 @@ def test_shards_cover_the_items_once_and_differ_by_at_most_one(size):
 
 
 def test_buckets_fill_up_to_their_size_and_split_on_dtype():
-    like = [((4,), np.float32), ((2,), np.float32), None, ((8,), np.float32), ((1,), np.float64), ((2,), np.float64), ((1,), np.float64)]
+    like = [((4,), np.float32), ((2,), np.float32), None, ((8,), np.float32), ((1,), np.float64), ((2,), np.float64),
+            ((1,), np.float64)]
     buckets = distributed.GradientBuckets(distributed.SELF, like, bucket_bytes=24)
     assert buckets.layout() == [[0, 1], [3], [4, 5], [6]]
 
@@ -102,7 +103,8 @@ DIFFERENCES = {
     "step": "the ranks disagree on the step: rank 0 has 0, rank 1 has 1",
     "data": "the start-up check of the trainer: the ranks disagree on the gradient schedule: rank 0 has "
             "{'accumulate': 1,",
-    "model": "the start-up check of the trainer: the ranks disagree on the parameters: rank 0 has [('0.weight', (4, 16)",
+    "model": "the start-up check of the trainer: the ranks disagree on the parameters: rank 0 has "
+             "[('0.weight', (4, 16)",
     "version": "the start-up check of the trainer: the ranks disagree on the attngraph version: rank 0 has '0.1.0', "
                "rank 1 has '9.9.9'",
 }
