@@ -13,7 +13,7 @@ from ..errors import DTypeError, TracingError
 from .autodiff import gradients
 from . import debug
 from .executor import Executable, compile
-from .graph import Graph
+from .graph import Graph, gradient_name
 from .functional import Tensor, as_node
 from .tracing import Input, add_node, add_output, building
 
@@ -92,5 +92,5 @@ def _grad_graph(fn: Callable, arrays: list[np.ndarray], nums: tuple[int, ...]) -
         grads = gradients(value, [xs[i] for i in nums])
         add_output(as_node(value), "value")
         for i, g in zip(nums, grads):
-            add_output(as_node(g), f"grad:arg{i}")
+            add_output(as_node(g), gradient_name(f"arg{i}"))
     return graph

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import AttnGraphError
 from . import functional as F
-from .graph import Graph, Node, graph_method, topological_order
+from .graph import Graph, Node, gradient_name, graph_method, topological_order
 from .primitive import lookup
 from .functional import Tensor, as_node, constant
 from .tracing import add_output, building, gradient_of
@@ -86,7 +86,7 @@ def grad(graph: Graph, wrt: Sequence[str | Node] | None = None, output: str | No
     parameters = {id(n.value): n for n in result.parameters.values()}
     with building(result, parameters):
         for node, g in zip(nodes, gradients(Tensor(target), [Tensor(n) for n in nodes])):
-            add_output(as_node(g), f"grad:{node.name}")
+            add_output(as_node(g), gradient_name(node.name))
     return result
 
 

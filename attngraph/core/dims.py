@@ -71,6 +71,7 @@ def symbols(dim: Dim) -> set[str]:
 
 
 def is_symbolic(shape: Shape) -> bool:
+    """Whether ``shape`` holds a symbolic dimension (its size known when the graph runs)."""
     return any(isinstance(d, str) for d in shape)
 
 

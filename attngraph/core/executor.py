@@ -48,7 +48,7 @@ from ..errors import BindingError, DTypeError, NonFiniteError, ShapeError
 from . import debug
 from .device import backend
 from .dims import format_shape, resolve_shape
-from .graph import Graph, Node, graph_method
+from .graph import Graph, Node, graph_method, is_gradient_output
 from .interpreter import Checking, Interpreter, out_of_range
 from .passes import optimize
 
@@ -244,7 +244,7 @@ def _changed(node: Node, data) -> Exception:
 def _schedule_roots(outputs: list[Node]) -> list[Node]:
     """The outputs in the order the schedule computes them (see the module docstring): forward values in
     order, then gradients (``grad:`` outputs, or nodes autodiff emitted) last to first."""
-    gradients = [node for node in outputs if node.name.startswith("grad:") or node.inputs[0].grad_of is not None]
+    gradients = [node for node in outputs if is_gradient_output(node)]
     return [node for node in outputs if node not in gradients] + gradients[::-1]
 
 

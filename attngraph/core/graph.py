@@ -16,6 +16,7 @@ from .dims import Shape, format_shape
 
 SOURCE_KINDS = ("input", "parameter", "constant")
 KINDS = SOURCE_KINDS + ("call", "output")
+GRADIENT_PREFIX = "grad:"       # Graph.grad's outputs: grad:<input or parameter> (gradient_name)
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 DTYPES = FLOAT_DTYPES + tuple(map(np.dtype, (bool, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
                                              np.uint32, np.uint64)))
@@ -89,6 +90,21 @@ class Node:
         grad = f" gradient of {self.grad_of.label}" if self.grad_of is not None else ""
         scope = f" in scope '{self.scope}'" if self.scope else ""
         return f"Node({self.label} {self.op}{args} {format_shape(self.shape)} {self.dtype}{name}{grad}{scope})"
+
+
+def gradient_name(name: str) -> str:
+    """The name of the output holding the gradient with respect to the input or parameter ``name``."""
+    return GRADIENT_PREFIX + name
+
+
+def gradient_target(name: str) -> str:
+    """The input or parameter that the gradient output ``name`` (``gradient_name``'s) is taken with respect to."""
+    return name.removeprefix(GRADIENT_PREFIX)
+
+
+def is_gradient_output(node: Node) -> bool:
+    """An output holding a gradient: named by ``gradient_name``, or reading a node that autodiff emitted."""
+    return node.op == "output" and (node.name.startswith(GRADIENT_PREFIX) or node.inputs[0].grad_of is not None)
 
 
 def topological_order(roots: Iterable[Node]) -> list[Node]:

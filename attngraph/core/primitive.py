@@ -79,6 +79,14 @@ def lookup(name: str) -> Primitive:
             from None
 
 
+def first_order_only(advice: str) -> Callable:
+    """The VJP rule of a fused backward kernel, which has no gradient of its own: it raises, naming the op, then
+    ``advice`` (what to use for second-order gradients)."""
+    def vjp(g, y, *inputs, **attrs):
+        raise AttnGraphError(f"{y.node.op} is a fused backward kernel and has no gradient of its own: {advice}")
+    return vjp
+
+
 def per_element(cost: int) -> Callable:
     """FLOP counter for elementwise ops: ``cost`` operations per output element."""
     return lambda out, *ins, **attrs: cost * prod(out)

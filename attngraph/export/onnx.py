@@ -30,9 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ops.cpu.attention import extras, heads_swap, scores_shape
+from ops.shapes import extras, heads_swap, scores_shape
 
-from ..core.dims import Dim, multiply, symbols
+from ..core.dims import Dim, is_symbolic, multiply, symbols
 from ..core.graph import Graph, Node, graph_method
 from ..core.passes import unfuse
 from ..errors import BindingError, ExportError
@@ -186,7 +186,7 @@ class _Builder:
     def shape(self, shape) -> str:
         """A 1-D int64 tensor holding ``shape``."""
         fixed = [self.fixed(d) for d in shape]
-        if all(isinstance(d, int) for d in fixed):
+        if not is_symbolic(fixed):
             return self.ints(fixed)
         return self.op("Concat", *map(self.dim, shape), axis=0)
 

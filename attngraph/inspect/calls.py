@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from ..core.graph import Node
+from ..core.graph import Node, is_gradient_output
 
 
 class Call(NamedTuple):
@@ -53,8 +53,7 @@ def is_within(scope: str, module: str) -> bool:
 
 def is_backward(node: Node) -> bool:
     """Nodes of the backward pass: those autodiff emitted, and the ``grad:<name>`` outputs."""
-    return node.grad_of is not None or (node.op == "output" and
-                                        (node.name.startswith("grad:") or node.inputs[0].grad_of is not None))
+    return node.grad_of is not None or is_gradient_output(node)
 
 
 def call_paths(nodes: Iterable[Node], backward: bool = False) -> dict[Node, tuple[Call, ...]]:

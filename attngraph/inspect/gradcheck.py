@@ -17,7 +17,7 @@ import numpy as np
 
 from ..core.api import _grad_graph, _input
 from ..core.executor import compile
-from ..core.graph import Graph
+from ..core.graph import Graph, gradient_name
 from ..core.functional import as_node
 from ..core.tracing import add_output, building
 from .table import table
@@ -78,7 +78,7 @@ def gradcheck_parameters(loss: Callable, module, *args, eps: float = 1e-6, atol:
     exact = dict(zip(with_grads.output_names, with_grads(**feeds)))
     forward = compile(graph)
     return GradcheckReport([
-        _compare(name, exact[f"grad:{name}"],
+        _compare(name, exact[gradient_name(name)],
                  _central_differences(lambda: float(forward(**feeds)), node.value.data, eps), atol, rtol)
         for name, node in graph.parameters.items() if not node.stop_gradient])
 

@@ -35,7 +35,7 @@ import graphviz
 import numpy as np
 
 from ..core.dims import resolve_shape
-from ..core.graph import Graph, Node, graph_method
+from ..core.graph import Graph, Node, gradient_target, graph_method, is_gradient_output
 from ..core.prims.fused import formula
 from ..errors import RenderError
 from ..inspect.calls import Call, is_backward, is_within, short_name
@@ -120,7 +120,7 @@ def to_dot(graph: Graph, view: str = "forward", depth: int | None = None, roll: 
         raise RenderError(f"dpi must be an int from 1 to 2400, got {dpi!r}")
     pic = picture(graph, view, depth, roll, budget, parameter_nodes)
     bindings = binding(graph, **sizes)
-    norms = {name.removeprefix("grad:"): float(np.linalg.norm(g)) for name, g in (gradients or {}).items()}
+    norms = {gradient_target(name): float(np.linalg.norm(g)) for name, g in (gradients or {}).items()}
     draw = _Drawing(pic, list(graph.parameters.values()), bindings, norms)
     layout = {"rankdir": DIRECTIONS[direction], **({"dpi": str(dpi)} if dpi else {})}
     dot = graphviz.Digraph("attngraph", graph_attr=dict(style.GRAPH, label=_footer(graph, view, bindings, pic), **layout),
@@ -195,8 +195,8 @@ class _Drawing:
         rows.append(_small(self.value_text(node)))
         if node.kind == "parameter":
             rows.append(_small(f"{node.value.size:,} parameters" + self.norm_text(node.name)))
-        elif node.kind == "output" and node.name.startswith("grad:"):
-            rows.append(_small(self.norm_text(node.name.removeprefix("grad:")).strip()))
+        elif is_gradient_output(node):
+            rows.append(_small(self.norm_text(gradient_target(node.name)).strip()))
         if node.grad_of is not None:
             rows.append(_small(f"∂ {node.grad_of.label} {node.grad_of.op}", style.BACKWARD))
         return _table(r for r in rows if r)

@@ -55,18 +55,10 @@ from numba import njit
 
 from ops.cpu import mathfn
 from ops.cpu.layout import broadcast_rows, mask_rows
-from ops.cpu.threads import in_threads
+from ops.cpu.threads import BLAS_SERIAL_MAX, in_threads
+from ops.shapes import LAYOUTS, extras, lengths, scores_shape
 
 _BQ = 64                 # queries per tile
-_BLAS_SERIAL_MAX = 2 ** 18       # multiply-adds: OpenBLAS runs a product this small on the calling thread
-
-
-def extras(extra) -> tuple:
-    """(mask, bias) among the optional inputs of the ``attention`` primitives after q, k, v (graph nodes or
-    arrays): the boolean one is the mask, the floating one the bias; None for one that is absent."""
-    mask = [x for x in extra if x.dtype == np.bool_]
-    bias = [x for x in extra if x.dtype != np.bool_]
-    return (mask or [None])[0], (bias or [None])[0]
 
 
 def kernel_args(extra, causal, scale, layout="bhtd") -> tuple:
@@ -74,26 +66,6 @@ def kernel_args(extra, causal, scale, layout="bhtd") -> tuple:
     and attributes: (mask, causal, scale, bias, layout)."""
     mask, bias = extras(extra)
     return mask, causal, scale, bias, layout
-
-
-LAYOUTS = ("bhtd", "bthd")
-
-
-def heads_swap(rank: int) -> tuple:
-    """The permutation between the layouts: (..., T, H, f) ↔ (..., H, T, f)."""
-    return tuple(range(rank - 3)) + (rank - 2, rank - 3, rank - 1)
-
-
-def lengths(q_shape, k_shape, layout: str) -> tuple:
-    """(Tq, Tk) of q (..., Tq, d) and k (..., Tk, d), or of q (..., Tq, H, d) and k (..., Tk, H, d) ("bthd")."""
-    axis = -2 if layout == "bhtd" else -3
-    return q_shape[axis], k_shape[axis]
-
-
-def scores_shape(q_shape, k_shape, layout: str) -> tuple:
-    """The shape of the scores, which a mask and a bias broadcast to: (..., Tq, Tk), or (..., H, Tq, Tk)."""
-    tq, tk = lengths(q_shape, k_shape, layout)
-    return q_shape[:-1] + (tk,) if layout == "bhtd" else q_shape[:-3] + (q_shape[-2], tq, tk)
 
 
 def attention(q, k, v, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):
@@ -205,7 +177,7 @@ def _prepare(q, k, v, mask, causal, scale, bias, layout):
     q, k, v = (_heads(a, layout) for a in (q, k, v))
     d, dv = q.shape[-1], v.shape[-1]
     scale = q.dtype.type(1 / math.sqrt(d) if scale is None else scale)
-    bk = max(8, min(256, _BLAS_SERIAL_MAX // (_BQ * max(d, dv, 1)), k.shape[1]))      # buffers no wider than Tk
+    bk = max(8, min(256, BLAS_SERIAL_MAX // (_BQ * max(d, dv, 1)), k.shape[1]))      # buffers no wider than Tk
     bias = np.zeros(scores[-1:], q.dtype) if bias is None else np.asarray(bias, q.dtype)
     return q, k, v, (*mask_rows(mask, scores), *broadcast_rows(bias, scores, "bias"), causal), scale, bk
 

@@ -8,11 +8,9 @@ left, right), zeros outside x (asymmetric, so that a causal 1-D convolution pads
 
 as the product of w, (O, C·kh·kw), with the columns of x (im2col: one column of C·kh·kw taps per output
 position, (B, C·kh·kw, Ho·Wo)), through BLAS. The backward: dw = Σ_b g[b] colsᵀ, and dx the columns wᵀ g[b]
-scattered back onto the input (col2im), the transposed convolution. Against a direct loop nest over
-(b, o, c, p, q, i, j) (prange over b·o, the output row innermost), on B=16, C=O=32, 16×16, 3×3, float32, the
-product was 15x faster forward (2.9 ms against 45 ms, medians of 20 on the shared 2-core machine; the backward
-took 3.3 ms for dx and 2.8 ms for dw), so it is the one kept; the columns cost B·C·kh·kw·Ho·Wo elements of
-memory (here 4.7 MB). A 1-D convolution is this one over height 1 (16 × 32 × 256, k = 3: 1.2 ms).
+scattered back onto the input (col2im), the transposed convolution. The product is kept over a direct loop
+nest, which it outruns (benchmarks/MEASUREMENTS.md); its columns cost B·C·kh·kw·Ho·Wo elements of memory. A 1-D
+convolution is this one over height 1.
 
 Pooling takes windows kh × kw with stride (sh, sw), no padding: max pooling gives the window's largest value
 (NaN if any is NaN) and its gradient goes to one element, the first largest (the last NaN), as PyTorch's
@@ -25,11 +23,7 @@ from numba import njit, prange
 
 from ops.cpu.matmul import matmul
 from ops.cpu.threads import parallel_kernel
-
-
-def output_size(size, kernel, stride, pad_before, pad_after, dilation):
-    """The number of positions of a dilated kernel along an axis of ``size`` padded on both sides."""
-    return (size + pad_before + pad_after - dilation * (kernel - 1) - 1) // stride + 1
+from ops.shapes import output_size
 
 
 def conv2d(x, w, stride, padding, dilation):

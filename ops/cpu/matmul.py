@@ -30,9 +30,7 @@ import numpy as np
 from numba import njit, prange
 
 from ops.cpu.layout import readonly
-from ops.cpu.threads import parallel_kernel
-
-_BLAS_SERIAL_MAX = 2 ** 18     # OpenBLAS's threshold (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD)
+from ops.cpu.threads import BLAS_SERIAL_MAX, parallel_kernel
 
 
 def _let_numpy_blas_sleep() -> bool:
@@ -83,7 +81,7 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
     out = _matmul_batched(a.reshape((math.prod(a.shape[:-2]),) + a.shape[-2:]),
                           b.reshape((math.prod(b.shape[:-2]),) + b.shape[-2:]),
                           _batch_index(a.shape[:-2], batch), _batch_index(b.shape[:-2], batch),
-                          m * k * n <= _BLAS_SERIAL_MAX, transpose_a, transpose_b)
+                          m * k * n <= BLAS_SERIAL_MAX, transpose_a, transpose_b)
     return out.reshape(*batch, m, n)
 
 

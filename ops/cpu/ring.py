@@ -26,7 +26,8 @@ arrays: on CUDA the blocks' kernels exist (``ops/cuda/attention.py``: ``attentio
 """
 import numpy as np
 
-from ops.cpu.attention import LAYOUTS, attention_block_backward, attention_lse
+from ops.cpu.attention import attention_block_backward, attention_lse
+from ops.shapes import LAYOUTS
 
 SPLITS = ("contiguous", "zigzag")
 

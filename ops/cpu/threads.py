@@ -36,6 +36,7 @@ import numpy as np
 from numba import njit, prange
 
 PARALLEL_MIN_SIZE = 32_768
+BLAS_SERIAL_MAX = 2 ** 18   # multiply-adds of a product OpenBLAS runs on the calling thread (SMP_THRESHOLD_MIN * ...)
 PARTS_PER_THREAD = 8
 
 

@@ -37,13 +37,14 @@ import math
 import numpy as np
 
 from ops._cuda import cuda, empty
-from ops.cpu.attention import LAYOUTS, _key_end, heads_swap, kernel_table
+from ops.cpu.attention import _key_end, kernel_table
 from ops.cuda import mathfn
 from ops.cuda.elementwise import full
 from ops.cuda.launch import ATTENTION_TILE, HEAD_DIM_MAX, THREADS, blocks
 from ops.cuda.layout import broadcast_strides, flat, offset
 from ops.cuda.movement import transpose
 from ops.cuda.softmax import masking
+from ops.shapes import LAYOUTS, heads_swap
 
 
 def attention(q, k, v, mask=None, causal=False, scale=None, bias=None, layout="bhtd"):

@@ -29,8 +29,8 @@ _argmax_window = device_function(cpu._argmax_window)
 def conv2d(x, w, stride, padding, dilation):
     """y = w ⋆ x, (B, O, Ho, Wo)."""
     (B, _, H, W), (O, _, kh, kw) = x.shape, w.shape
-    ho = cpu.output_size(H, kh, stride[0], padding[0], padding[1], dilation[0])
-    wo = cpu.output_size(W, kw, stride[1], padding[2], padding[3], dilation[1])
+    ho = output_size(H, kh, stride[0], padding[0], padding[1], dilation[0])
+    wo = output_size(W, kw, stride[1], padding[2], padding[3], dilation[1])
     y = empty((B, O, ho, wo), x.dtype)
     _conv[blocks(y.size), THREADS](y, x, w, *stride, padding[0], padding[2], *dilation)
     return y
@@ -81,7 +81,7 @@ def avg_pool2d_grad(g, x, kernel, stride):
 
 def _pooled(shape, kernel, stride):
     B, C, H, W = shape
-    return B, C, cpu.output_size(H, kernel[0], stride[0], 0, 0, 1), cpu.output_size(W, kernel[1], stride[1], 0, 0, 1)
+    return B, C, output_size(H, kernel[0], stride[0], 0, 0, 1), output_size(W, kernel[1], stride[1], 0, 0, 1)
 
 
 @cuda.jit(device=True)

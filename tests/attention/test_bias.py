@@ -111,7 +111,7 @@ def test_the_compiler_fuses_composed_biased_attention_with_its_gradients():
     def loss(q, k, v, b):
         return ag.sum(unfused.scaled_dot_product_attention(q, k, v, bias=b, causal=True) ** 2)
     composed = ag.trace(loss, q=q, k=k, v=v, b=bias).grad(["q", "k", "v", "b"])
-    optimized = passes.optimize(composed, fuse=False)
+    optimized = passes.optimize(composed, elementwise=False)
     ops = {n.op for n in optimized.nodes}
     assert {"attention", "attention_grad", "attention_bias_grad"} <= ops and "softmax" not in ops
     for fused, reference_value in zip(optimized.compile()(q=q, k=k, v=v, b=bias), composed.compile()(

@@ -30,7 +30,7 @@ def ops_run(graph) -> collections.Counter:
 
 def assert_fusion_changes_nothing(graph, **feeds):
     """The fused graph's outputs are the unfused graph's: same dtypes, shapes and bits (NaN where NaN)."""
-    fused, plain = (Executable(passes.optimize(graph, fuse=f))(**feeds) for f in (True, False))
+    fused, plain = (Executable(passes.optimize(graph, elementwise=f))(**feeds) for f in (True, False))
     for a, b in zip(*(out if isinstance(out, tuple) else (out,) for out in (fused, plain))):
         assert a.dtype == b.dtype and a.shape == b.shape
         assert np.array_equal(a, b, equal_nan=True)
@@ -119,7 +119,7 @@ def test_long_sums_split_into_kernels_of_at_most_max_inputs(rng):
     graph = ag.trace(lambda **xs: sum(ag.exp(x) for x in xs.values()), **xs)
     kernels = fused_nodes(passes.optimize(graph))
     assert len(kernels) >= 40 // MAX_INPUTS and all(len(n.inputs) <= MAX_INPUTS for n in kernels)
-    assert ops_run(passes.optimize(graph)) == ops_run(passes.optimize(graph, fuse=False))
+    assert ops_run(passes.optimize(graph)) == ops_run(passes.optimize(graph, elementwise=False))
     assert_fusion_changes_nothing(graph, **xs)
 
 

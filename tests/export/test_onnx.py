@@ -68,7 +68,7 @@ def test_attention_with_fewer_queries_than_keys_is_causal_bottom_right(matches):
 def test_transposed_matmul_operands(matches):
     """The compiler absorbs transposes into matmul's flags; the export transposes back."""
     graph = optimize(ag.trace(lambda a, b, c: (a.mT @ b.mT, a @ c.mT), a=ag.Input(("B", 4, 3)),
-                              b=ag.Input((5, 4)), c=ag.Input((6, 3))), fuse=False)
+                              b=ag.Input((5, 4)), c=ag.Input((6, 3))), elementwise=False)
     assert {(n.attrs["transpose_a"], n.attrs["transpose_b"]) for n in graph.nodes if n.op == "matmul"} == \
         {(True, True), (False, True)}
     matches(graph, *[dict(a=normal(b, 4, 3), b=normal(5, 4), c=normal(6, 3)) for b in (1, 3)])
@@ -78,7 +78,7 @@ def test_gelu_exact_and_tanh_with_and_without_the_bias_the_compiler_moves_in(mat
     def f(x, w, b):
         return ag.gelu(x, approximate="none"), ag.gelu(x), ag.gelu(x @ w + b), ag.gelu(x @ w + b, approximate="none")
 
-    graph = optimize(ag.trace(f, x=ag.Input(("B", 4)), w=ag.Input((4, 4)), b=ag.Input((4,))), fuse=False)
+    graph = optimize(ag.trace(f, x=ag.Input(("B", 4)), w=ag.Input((4, 4)), b=ag.Input((4,))), elementwise=False)
     assert sum(n.op == "gelu" and len(n.inputs) == 2 for n in graph.nodes) == 2
     matches(graph, *[dict(x=3 * normal(n, 4), w=normal(4, 4), b=normal(4)) for n in (2, 5)])
 

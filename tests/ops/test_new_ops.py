@@ -135,7 +135,7 @@ def test_a_chain_of_the_new_ops_fuses_into_one_kernel_with_the_same_bits(rng):
         return ag.clip(ag.silu(ag.abs(ag.sin(x) * ag.cos(y))) + ag.rsqrt(x * x + 1) - ag.softplus(y), -0.3, 0.5)
 
     graph = ag.trace(f, x=ag.Input((4, 5)), y=ag.Input((4, 5)))
-    fused, unfused = optimize(graph), optimize(graph, fuse=False)
+    fused, unfused = optimize(graph), optimize(graph, elementwise=False)
     assert [n.op for n in fused.nodes if n.kind == "call"] == ["fused"]
     feeds = dict(x=rng.standard_normal((4, 5)).astype(np.float32), y=rng.standard_normal((4, 5)).astype(np.float32))
     np.testing.assert_array_equal(fused.compile()(**feeds), unfused.compile()(**feeds))

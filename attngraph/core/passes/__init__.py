@@ -10,8 +10,8 @@ written as one loop over the nodes (see ``rewrite``):
   dce             nodes that no output depends on dropped
   fuse_elementwise  chains of elementwise ops made one generated kernel each (``fused``; ``unfuse`` undoes it)
 
-``optimize(graph)`` runs them in that order; ``optimize(graph, fuse=False)`` stops before the elementwise
-fusion. Optimizing takes a small fraction of a training step and leaves fewer kernel calls and a faster step;
+``optimize(graph)`` runs them in that order; ``optimize(graph, elementwise=False)`` stops before the
+elementwise fusion. Optimizing takes a small fraction of a training step and leaves fewer kernel calls and a faster step;
 fusion into matmuls matters most, as the transposes it removes are full copies.
 
 Debug mode (``attngraph.core.debug``) runs the user's graph as traced, node for node. Every node of an
@@ -30,7 +30,7 @@ from .simplify import simplify
 PASSES = (fold, fuse, fuse_attention, read_heads_in_place, simplify, cse, dce, fuse_elementwise)
 
 
-def optimize(graph: Graph, fuse: bool = True) -> Graph:
-    for run in PASSES if fuse else PASSES[:-1]:
+def optimize(graph: Graph, elementwise: bool = True) -> Graph:
+    for run in PASSES if elementwise else PASSES[:-1]:
         graph = run(graph)
     return graph

@@ -13,6 +13,7 @@ from math import prod
 
 import numpy as np
 
+from ..dims import is_symbolic
 from ..graph import Graph
 from ..interpreter import Interpreter
 from ..primitive import lookup
@@ -40,8 +41,8 @@ class Folding(Interpreter):
 
 
 def _foldable(node, inputs) -> bool:
-    if not inputs or not all(isinstance(d, int) for d in node.shape) or prod(node.shape) > MAX_FOLDED:
+    if not inputs or is_symbolic(node.shape) or prod(node.shape) > MAX_FOLDED:
         return False
     if lookup(node.op).shape_only:
-        return all(isinstance(d, int) for x in inputs for d in x.shape)
+        return not any(is_symbolic(x.shape) for x in inputs)
     return all(x.op == "constant" for x in inputs)

@@ -3,7 +3,7 @@
 ``attention(q, k, v[, mask][, bias], causal, scale)`` takes q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv) with
 one batch shape, a boolean mask broadcasting to (..., Tq, Tk) (True = may attend) and a float additive bias
 broadcasting there too (the boolean extra input is the mask, the float one the bias:
-``ops.cpu.attention.extras``); ``causal``
+``ops.shapes.extras``); ``causal``
 lets query i see key j ≤ i + Tk − Tq. With ``layout="bthd"`` (default "bhtd") q, k, v and the output have the
 heads' axis after the tokens' — q (..., Tq, H, d) — as the fusion pass gives split heads, read in place; the
 mask and bias still broadcast to the scores (..., H, Tq, Tk). Its kernel (``ops/cpu/attention.py``) never holds a Tq × Tk matrix, and its
@@ -27,12 +27,11 @@ has both (the backward needs L and walks the ring again) and takes a gradient re
 """
 from math import prod
 
-from ops.cpu.attention import LAYOUTS, extras, lengths, scores_shape
+from ops.shapes import LAYOUTS, extras, lengths, scores_shape
 
-from ...errors import AttnGraphError
 from .. import functional as F
 from ..dims import broadcast, format_shape
-from ..primitive import define
+from ..primitive import define, first_order_only
 from ._infer import require_float, same_dtype
 
 
@@ -122,14 +121,13 @@ def attention_bias_grad_flops(out, g, o, q, k, v, *extra, causal, scale, layout=
     return _scores(q, k, layout) * (2 * q[-1] + 2 * v[-1] + 9)
 
 
-def first_order_only(g, y, *inputs, **attrs):
-    raise AttnGraphError("attention_grad is the fused attention's backward kernel and has no gradient of its "
-                         "own: for second-order gradients use the composed attention in attngraph.core.unfused")
+no_second_order = first_order_only("for second-order gradients use the composed attention in "
+                                   "attngraph.core.unfused")
 
 
 define("attention", attention_rule, flops=attention_flops, vjp=attention_vjp)
-define("attention_grad", attention_grad_rule, vjp=first_order_only, flops=attention_grad_flops)
-define("attention_bias_grad", attention_bias_grad_rule, vjp=first_order_only, flops=attention_bias_grad_flops)
+define("attention_grad", attention_grad_rule, vjp=no_second_order, flops=attention_grad_flops)
+define("attention_bias_grad", attention_bias_grad_rule, vjp=no_second_order, flops=attention_bias_grad_flops)
 
 
 def ring_attention_rule(q, k, v, *, comm, split, causal, scale, layout="bhtd"):
@@ -169,4 +167,4 @@ def ring_attention_grad_flops(out, g, y, q, k, v, *, comm, **attrs):
 
 
 define("ring_attention", ring_attention_rule, flops=ring_attention_flops, vjp=ring_attention_vjp)
-define("ring_attention_grad", ring_attention_grad_rule, vjp=first_order_only, flops=ring_attention_grad_flops)
+define("ring_attention_grad", ring_attention_grad_rule, vjp=no_second_order, flops=ring_attention_grad_flops)

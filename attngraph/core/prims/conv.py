@@ -11,7 +11,7 @@ the dilated kernel takes away ((k − 1)·dilation in all), as in a causal or "s
 """
 from math import prod
 
-from ops.cpu import conv
+from ops import shapes
 
 from ...errors import AttnGraphError
 from .. import functional as F
@@ -35,7 +35,7 @@ def output_size(size, kernel, stride, before, after, dilation, axis):
     if size + before + after < extent:
         raise ValueError(f"the kernel spans {extent} positions along the {axis} (dilation included), more than the "
                          f"padded input's {size + before + after}: pad the input or use a smaller kernel")
-    return conv.output_size(size, kernel, stride, before, after, dilation)
+    return shapes.output_size(size, kernel, stride, before, after, dilation)
 
 
 def conv2d_rule(x, w, *, stride, padding, dilation):

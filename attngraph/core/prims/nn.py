@@ -9,16 +9,14 @@ from math import inf, prod
 import numpy as np
 
 
-from ...errors import AttnGraphError
 from .. import functional as F
 from ..dims import broadcast, format_shape
-from ..primitive import define, per_element
+from ..primitive import define, first_order_only, per_element
 from ._infer import require_float, same_dtype
 
 
-def first_order_only(g, y, *inputs, **attrs):
-    raise AttnGraphError(f"{y.node.op} is a fused backward kernel and has no gradient of its own: "
-                         "second-order gradients through softmax, layer norm or cross-entropy are not supported")
+no_second_order = first_order_only("second-order gradients through softmax, layer norm or cross-entropy are "
+                                   "not supported")
 
 
 def softmax_rule(x, mask=None, *, causal):
@@ -75,23 +73,23 @@ def dropout_rule(x, seed, p, key):
 define("softmax", softmax_rule, flops=per_element(5),
        vjp=lambda g, y, x, mask=None, *, causal: (F.emit("softmax_grad", g, y), None))
 define("softmax_grad", softmax_grad_rule, flops=per_element(4),
-       vjp=first_order_only)
+       vjp=no_second_order)
 define("log_softmax", softmax_rule, flops=per_element(5),
        vjp=lambda g, y, x, mask=None, *, causal: (
            F.emit("log_softmax_grad", g, y, *([] if mask is None else [mask]), causal=causal), None))
 define("log_softmax_grad", softmax_grad_rule, flops=per_element(4),
-       vjp=first_order_only)
+       vjp=no_second_order)
 define("layer_norm", layer_norm_rule, flops=per_element(8), vjp=layer_norm_vjp)
 define("layer_norm_grad", lambda g, x, weight, eps: (x.shape, same_dtype(g, x, weight)), flops=per_element(10),
-       vjp=first_order_only)
+       vjp=no_second_order)
 define("layer_norm_params_grad", lambda g, x, eps: ((2,) + x.shape[-1:], same_dtype(g, x)),
        flops=lambda out, g, x, eps: 8 * prod(x),
-       vjp=first_order_only,
+       vjp=no_second_order,
        doc="(dγ, dβ) stacked: Σ g∘x̂ and Σ g over every axis but the last")
 define("cross_entropy", cross_entropy_rule, flops=lambda out, logits, targets, ignore_index: 5 * prod(logits),
        vjp=lambda g, y, logits, targets, ignore_index: (
            F.emit("cross_entropy_grad", g, logits, targets, ignore_index=ignore_index), None))
 define("cross_entropy_grad", lambda g, logits, targets, ignore_index: (logits.shape, logits.dtype),
-       flops=lambda out, g, logits, targets, ignore_index: 5 * prod(logits), vjp=first_order_only)
+       flops=lambda out, g, logits, targets, ignore_index: 5 * prod(logits), vjp=no_second_order)
 define("dropout", dropout_rule, flops=per_element(2),
        vjp=lambda g, y, x, seed, p, key: (F.emit("dropout", g, seed, p=p, key=key), None))

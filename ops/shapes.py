@@ -1,0 +1,36 @@
+"""The shape contracts that graphs, exporters and every device's kernels share, in no device's file: the attention
+primitives' layouts, sequence lengths, score shape and optional inputs, and a convolution's output size."""
+import numpy as np
+
+
+def extras(extra) -> tuple:
+    """(mask, bias) among the optional inputs of the ``attention`` primitives after q, k, v (graph nodes or
+    arrays): the boolean one is the mask, the floating one the bias; None for one that is absent."""
+    mask = [x for x in extra if x.dtype == np.bool_]
+    bias = [x for x in extra if x.dtype != np.bool_]
+    return (mask or [None])[0], (bias or [None])[0]
+
+
+LAYOUTS = ("bhtd", "bthd")
+
+
+def heads_swap(rank: int) -> tuple:
+    """The permutation between the layouts: (..., T, H, f) ↔ (..., H, T, f)."""
+    return tuple(range(rank - 3)) + (rank - 2, rank - 3, rank - 1)
+
+
+def lengths(q_shape, k_shape, layout: str) -> tuple:
+    """(Tq, Tk) of q (..., Tq, d) and k (..., Tk, d), or of q (..., Tq, H, d) and k (..., Tk, H, d) ("bthd")."""
+    axis = -2 if layout == "bhtd" else -3
+    return q_shape[axis], k_shape[axis]
+
+
+def scores_shape(q_shape, k_shape, layout: str) -> tuple:
+    """The shape of the scores, which a mask and a bias broadcast to: (..., Tq, Tk), or (..., H, Tq, Tk)."""
+    tq, tk = lengths(q_shape, k_shape, layout)
+    return q_shape[:-1] + (tk,) if layout == "bhtd" else q_shape[:-3] + (q_shape[-2], tq, tk)
+
+
+def output_size(size, kernel, stride, pad_before, pad_after, dilation):
+    """The number of positions of a dilated kernel along an axis of ``size`` padded on both sides."""
+    return (size + pad_before + pad_after - dilation * (kernel - 1) - 1) // stride + 1
