@@ -10,12 +10,8 @@ channels, ReLU, 2 × 2 max pooling) and a third pooling give 3 × 3 = 9 annotati
 LSTM of 64 units, initialized from their mean, attends over them before each word (the attention MLP, the
 gating scalar β, the deep output layer) under the doubly stochastic penalty (λ = 0.01). Training: Adam
 (lr 2e-2, 30 warm-up steps, cosine decay to 1e-4), batches of 32, gradients clipped at norm 1, 1,200 steps
-(about a minute on one quiet core). Measured at 600/800/1,200 steps (300 held-out pictures): lr 5e-3 reaches
-9% exact captions at 600 steps, 1e-2 13%, 3e-2 28%, 2e-2 67%, and with 1,200 steps 96% (99.2% of the words);
-λ = 0.1 stays at 64% and larger initial position vectors did not help. The default run captions 95.9% of the
-1,000 held-out pictures exactly (99.3% of the words; seed 1 reached 77% on 300), but only 59% of its words
-attend most to their shape's cell: place words often look at a neighbouring one. Evaluation: greedy decoding of the
-held-out pictures: ``heldout_exact_match`` (whole captions), ``heldout_token_accuracy`` (words in place,
+(the runs that chose them, and the default run's figures: benchmarks/MEASUREMENTS.md). Place words often attend
+most to a cell next to their shape's. Evaluation: greedy decoding of the held-out pictures: ``heldout_exact_match`` (whole captions), ``heldout_token_accuracy`` (words in place,
 ``</s>`` included) and ``heldout_attention_on_shape`` (of the words of the correctly captioned pictures, the
 fraction whose largest attention weight lies in the cell of the shape the word is about).
 

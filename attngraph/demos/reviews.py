@@ -14,8 +14,7 @@ to the two classes. The embeddings start random except their first coordinate, e
 log-count ratio on the training split (``log_count_ratio``, as the polarity demo). Training: AdamW
 (lr 2e-3, weight decay 0.05, cosine decay to 1e-4), batches of 32 reviews, gradients clipped at norm 1,
 word dropout 0.2, 500 steps (9.9 epochs); the validation accuracy is measured every 50 steps and the
-best parameters are kept. (Without the log-count ratios: 83% validation, 81.5% held-out; with them
-83% and 87% — 200 held-out reviews make ±2.5% one standard error.)
+best parameters are kept (with and without the log-count ratios: benchmarks/MEASUREMENTS.md).
 
 Writes: metrics.json (``heldout_accuracy`` on the held-out 10%), train.jsonl, loss.svg, graph.svg
 (+ .dot), attention-sentences.svg (the sentence attention over a held-out review, one row per

@@ -1,4 +1,4 @@
-"""Hostile inputs to the ``attngraph`` command (issue 12): every bad value exits with status 2 and ONE line on
+"""Hostile inputs to the ``attngraph`` command: every bad value exits with status 2 and ONE line on
 stderr, no traceback, before anything is compiled or trained; Ctrl-C exits with 130 and "interrupted"; a
 genuine bug still shows its traceback."""
 import os

@@ -1,4 +1,4 @@
-"""Hostile inputs to the data loaders (issue 12): every bad corpus, fraction, id or download raises DataError
+"""Hostile inputs to the data loaders: every bad corpus, fraction, id or download raises DataError
 with a message naming what is wrong, and good data around the bad cases is read as before."""
 import http.client
 import zipfile

@@ -1,4 +1,4 @@
-"""The Trainer refuses bad arguments when it is made, or before its first step changes anything (issue 26)."""
+"""The Trainer refuses bad arguments when it is made, or before its first step changes anything."""
 import numpy as np
 import pytest
 
