@@ -22,6 +22,7 @@ CPU's rule, compiled from its own device function: a window's first largest elem
 from ops._cuda import cuda, device_function, empty
 from ops.cpu import conv as cpu
 from ops.cuda.launch import THREADS, blocks
+from ops.shapes import output_size
 
 _argmax_window = device_function(cpu._argmax_window)
 
