@@ -1,6 +1,7 @@
 # attngraph: `make demo` and `make test` do everything, starting from a fresh clone.
 # They create a virtual environment in $(VENV), install attngraph into it (editable, with the
-# dev extras), install graphviz's `dot` when possible, and pin Numba's threading layer.
+# dev extras), install graphviz's `dot` when possible (and, for `make test`, headless Chromium for the
+# viewer's tests), and pin Numba's threading layer.
 # Non-interactive (CI=true, no stdin) works: nothing here prompts.
 
 PYTHON ?= python3
@@ -10,7 +11,7 @@ STAMP  := $(VENV)/.installed
 ARGS   ?=
 
 .DEFAULT_GOAL := test
-.PHONY: venv dot threads demo test clean
+.PHONY: venv dot browser threads demo test clean
 
 IS_ROOT  := $(filter 0,$(shell id -u))
 HAVE_APT := $(shell command -v apt-get 2>/dev/null)
@@ -72,6 +73,17 @@ dot:
 	    "  Windows:        choco install graphviz"; \
 	fi
 
+# --- headless Chromium: the viewer's tests drive its pages as a person would (they skip without it) --------
+browser:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+	    || command -v google-chrome >/dev/null 2>&1; then :; \
+	elif [ -n "$(CAN_APT)" ]; then \
+	  echo "Installing Chromium with apt-get (headless, for the viewer's tests)"; \
+	  { $(APT_GET) update && $(APT_GET) install chromium; } || echo "warning: apt-get could not install chromium; the viewer's browser tests will skip"; \
+	else \
+	  echo "note: Chromium is not installed; the viewer's browser tests will skip (Debian/Ubuntu: sudo apt-get install chromium)"; \
+	fi
+
 # --- the threading layer's native library (see the comment at the top) ------------------------
 ifeq ($(NUMBA_THREADING_LAYER),tbb)
 threads: $(VENV)/lib/libtbb.so.12
@@ -108,7 +120,7 @@ $(VENV)/.warm-%: $(STAMP) $(KERNELS) | threads
 demo: venv dot threads $(VENV)/.warm-float32
 	$(VENV)/bin/attngraph demo
 
-test: venv dot threads $(VENV)/.warm-float32 $(VENV)/.warm-float64
+test: venv dot browser threads $(VENV)/.warm-float32 $(VENV)/.warm-float64
 	$(VPY) -m pytest $(ARGS)
 
 clean:
