@@ -115,8 +115,8 @@ class _Builder:
             return self.op("Identity", self.names[node.inputs[0]], out=node.name)
         convert = CONVERTERS.get(node.op)
         if convert is None:
-            hint = " (a backward op: export the forward graph, not graph.grad())" if node.grad_of is not None else ""
-            raise ExportError(f"cannot export {node.describe()}: the {node.op} primitive has no ONNX form{hint}")
+            raise ExportError(f"cannot export {node.describe()}: the {node.op} primitive has no ONNX form "
+                              f"({NO_ONNX_FORM.get(node.op, 'none written')})")
         return convert(self, node, *(self.names[x] for x in node.inputs), **node.attrs)
 
     # --- values ------------------------------------------------------------------------------------------
@@ -446,3 +446,15 @@ CONVERTERS: dict[str, Callable] = {
 }
 """attngraph primitive -> ``convert(builder, node, *input values, **node.attrs)``, returning the output's value.
 ``_simple`` ops pass their attributes on (concat's axis, transpose's perm)."""
+
+NO_ONNX_FORM: dict[str, str] = {
+    **dict.fromkeys(("attention_grad", "attention_bias_grad", "avg_pool2d_grad", "conv2d_input_grad",
+                     "conv2d_weight_grad", "cross_entropy_grad", "gelu_grad", "layer_norm_grad",
+                     "layer_norm_params_grad", "log_softmax_grad", "max_pool2d_grad", "ring_attention_grad",
+                     "scatter_add", "scatter_slice", "softmax_grad"),
+                    "a backward op: export the forward graph, not graph.grad()"),
+    "fused": "the exporter unfuses it first; a graph holding one was not made by the compiler",
+    "ring_attention": "attention split over MPI ranks; export the model with scaled_dot_product_attention",
+}
+"""The primitives refused, each with the reason the error gives: every primitive has a converter or a line here
+(tests/test_op_checklist.py)."""

@@ -1,0 +1,82 @@
+"""README's "Adding an op", a step per test: a primitive added without one of them fails here (the CPU kernel:
+tests/test_architecture.py; the CUDA twin: tests/cuda/test_device.py; the warmup: tests/test_cli.py)."""
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import attngraph as ag
+from attngraph.core.primitive import REGISTRY
+from attngraph.export.onnx import CONVERTERS, NO_ONNX_FORM
+from ops.cpu import elementwise
+from tests.core.test_primitives import CASES, inputs
+
+ROOT = Path(__file__).parents[1]
+BACKWARD = {name for name, reason in NO_ONNX_FORM.items() if reason.startswith("a backward op")}
+# primitives that are no ag.<name>, and what reaches them (backward ops are emitted by their forward op's VJP)
+WITHOUT_WRAPPER = {"argsort": "ag.sort, ag.topk", "gather": "ag.take, ag.embedding", "getitem": "x[index]",
+                   "size": "ag.mean, ag.var", "fused": "the elementwise fusion pass",
+                   "ring_attention": "attngraph.attention.ring"}
+# primitives that the cases of tests/core/test_primitives.py (run on both devices by tests/cuda/test_executor.py) do
+# not reach, and the file that runs them on both devices (or on the CPU, where the op has no CUDA kernel)
+TESTED_ELSEWHERE = {
+    "abs": "tests/cuda/test_new_ops.py", "clip": "tests/cuda/test_new_ops.py", "cos": "tests/cuda/test_new_ops.py",
+    "sin": "tests/cuda/test_new_ops.py", "rsqrt": "tests/cuda/test_new_ops.py", "silu": "tests/cuda/test_new_ops.py",
+    "softplus": "tests/cuda/test_new_ops.py", "logsumexp": "tests/cuda/test_new_ops.py",
+    "min": "tests/cuda/test_new_ops.py", "var": "tests/cuda/test_reduce.py",
+    "argmax": "tests/cuda/test_sort.py", "argmin": "tests/cuda/test_sort.py", "argsort": "tests/cuda/test_sort.py",
+    "cumsum": "tests/cuda/test_sort.py",
+    "arange": "tests/cuda/test_executor.py", "relative_distance": "tests/cuda/test_executor.py",
+    "cross_entropy": "tests/cuda/test_cross_entropy.py", "cross_entropy_grad": "tests/cuda/test_cross_entropy.py",
+    "dropout": "tests/cuda/test_dropout.py", "gather": "tests/cuda/test_embedding.py",
+    "scatter_add": "tests/cuda/test_embedding.py", "fused": "tests/cuda/test_fused.py",
+    "logical_not": "tests/cuda/test_elementwise.py", "logical_or": "tests/cuda/test_elementwise.py",
+    "not_equal": "tests/cuda/test_elementwise.py",
+    "conv2d": "tests/cuda/test_conv.py", "conv2d_input_grad": "tests/cuda/test_conv.py",
+    "conv2d_weight_grad": "tests/cuda/test_conv.py", "max_pool2d": "tests/cuda/test_conv.py",
+    "max_pool2d_grad": "tests/cuda/test_conv.py", "avg_pool2d": "tests/cuda/test_conv.py",
+    "avg_pool2d_grad": "tests/cuda/test_conv.py", "attention_bias_grad": "tests/cuda/test_attention.py",
+    "ring_attention": "tests/attention/test_ring.py", "ring_attention_grad": "tests/attention/test_ring.py",
+    "stop_gradient": "tests/core/test_autodiff.py",
+}
+
+
+def test_every_elementwise_primitive_has_the_scalar_function_that_cuda_and_fusion_compile():
+    missing = [name for name, prim in REGISTRY.items() if prim.elementwise and not (
+        isinstance(elementwise.KERNELS.get(name), elementwise.Elementwise) or name == "astype")]
+    assert missing == []
+
+
+def test_every_primitive_is_a_functional_wrapper_a_backward_op_or_listed():
+    unreachable = sorted(set(REGISTRY) - set(dir(ag)) - BACKWARD - set(WITHOUT_WRAPPER))
+    assert unreachable == [], "add the op's wrapper to core/functional.py's __all__"
+    assert set(WITHOUT_WRAPPER) <= set(REGISTRY) - set(dir(ag))
+
+
+def test_every_primitive_has_an_onnx_form_or_a_listed_refusal():
+    assert set(CONVERTERS).isdisjoint(NO_ONNX_FORM)
+    assert sorted(set(REGISTRY) - set(CONVERTERS) - set(NO_ONNX_FORM)) == [], \
+        "add a converter to export/onnx.py's CONVERTERS, or the op and the reason to NO_ONNX_FORM"
+    assert set(NO_ONNX_FORM) <= set(REGISTRY)
+
+
+def exercised_by_the_cases() -> set[str]:
+    """The primitives of the cases' graphs, forward and their gradients with respect to every input."""
+    rng, ops = np.random.default_rng(0), set()
+    for case, (fn, _, _) in CASES.items():
+        feeds = {f"x{i}": x for i, x in enumerate(inputs(case, rng, np.float64))}
+        graph = ag.trace(lambda **xs: ag.sum(fn(*xs.values())), **feeds)
+        ops |= {n.op for g in (graph, graph.grad(wrt=list(feeds))) for n in g.nodes}
+    return ops
+
+
+def test_every_primitive_has_a_case_on_both_devices():
+    uncased = sorted(set(REGISTRY) - exercised_by_the_cases() - set(TESTED_ELSEWHERE))
+    assert uncased == [], "add a case to tests/core/test_primitives.py's CASES"
+
+
+@pytest.mark.parametrize("name", sorted(TESTED_ELSEWHERE))
+def test_a_primitive_tested_elsewhere_is_named_in_its_test_file(name):
+    forward = re.sub(r"(_input|_weight|_bias)?_grad$", "", name)        # a backward op: its forward op's name
+    assert re.search(rf"\b{forward}\b", (ROOT / TESTED_ELSEWHERE[name]).read_text()), TESTED_ELSEWHERE[name]
