@@ -29,14 +29,15 @@ from ..errors import ShapeError
 
 
 class Ring:
-    """The ranks a sequence is split over and how: ``comm`` an mpi4py communicator, anything holding one as
-    ``.comm`` (``attngraph.train.distributed.World``; its ``comm`` is None in a world of one) or None for one
-    process; ``split`` "zigzag" (default: causal work balanced) or "contiguous"."""
+    """The ranks a sequence is split over and how: ``comm`` an ``attngraph.train.distributed.World`` (the ring's
+    waits then have its collectives' deadline: ``CollectiveTimeout`` naming the rank and the ring step), an mpi4py
+    communicator (waits without a limit) or None for one process; ``split`` "zigzag" (default: causal work
+    balanced) or "contiguous"."""
 
     def __init__(self, comm=None, split: str = "zigzag"):
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-        self.comm = comm if comm is None or hasattr(comm, "Isend") else comm.comm
+        self.comm = comm.communicator if hasattr(comm, "communicator") else comm
         self.split = split
         self.rank, self.size = (0, 1) if self.comm is None else (self.comm.Get_rank(), self.comm.Get_size())
 

@@ -144,9 +144,45 @@ class World:
         sys.exit(code)
 
     @property
+    def communicator(self) -> Communicator | None:
+        """This world as the mpi4py-like communicator that kernels taking one use (ring attention,
+        ``ops/cpu/ring.py``), its waits under this world's deadline; None for a world of one."""
+        return None if self.size == 1 else Communicator(self)
+
+    @property
     def _mpi(self):
         from mpi4py import MPI
         return MPI
+
+
+class Communicator:
+    """mpi4py's calls that ring attention's kernels make (``ops/cpu/ring.py``), on ``world``'s communicator, with
+    ``allgather`` and ``wait(requests, what)`` under its deadline: a stalled rank makes the others raise
+    ``CollectiveTimeout`` naming their rank and the ring step, never hang."""
+
+    def __init__(self, world: World):
+        self.world = world
+
+    def __repr__(self) -> str:
+        return f"Communicator({self.world!r})"
+
+    def Get_rank(self) -> int:
+        return self.world.rank
+
+    def Get_size(self) -> int:
+        return self.world.size
+
+    def Isend(self, buffer, dest: int, tag: int):
+        return self.world.comm.Isend(buffer, dest, tag)
+
+    def Irecv(self, buffer, source: int, tag: int):
+        return self.world.comm.Irecv(buffer, source, tag)
+
+    def allgather(self, value) -> list:
+        return self.world.allgather(value, "ring attention's exchange of the shards' lengths")
+
+    def wait(self, requests: Sequence, what: str) -> None:
+        self.world.wait(requests, what)
 
 
 SELF = World()          # a world of one: pass comm=distributed.SELF to train alone under mpiexec

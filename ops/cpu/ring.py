@@ -19,8 +19,11 @@ ring, each block's dK and dV travelling with it and summing every rank's share; 
 one more hop home. ``attention_block_backward`` recomputes each block's probabilities from the global L.
 
 The communicator is duck-typed on mpi4py's: ``Get_rank``, ``Get_size``, ``allgather`` (the ranks' lengths,
-once per call) and ``Isend`` / ``Irecv`` of NumPy buffers returning requests with ``Wait``. Every rank must make
-the same calls in the same order, as the one compiled graph on each rank does; None is one process. The arrays are host (NumPy)
+once per call) and ``Isend`` / ``Irecv`` of NumPy buffers returning requests with ``Wait``; when it also has
+``wait(requests, what)`` the ring waits for its messages through it (attngraph's ``World.communicator``: a
+deadline, past which it raises naming the rank and the ring step), else on each request's ``Wait``, without a
+limit. Every rank must make the same calls in the same order, as the one compiled graph on each rank does; None is
+one process. The arrays are host (NumPy)
 arrays: on CUDA the blocks' kernels exist (``ops/cuda/attention.py``: ``attention_lse``,
 ``attention_block_backward``) but no ring yet.
 """
@@ -58,7 +61,7 @@ def ring_attention(q, k, v, comm, causal=False, scale=None, layout="bhtd", split
     lse = np.full(q.shape[:-1], -np.inf, q.dtype)
     block = (k, v)
     for step in range(ring.size):
-        arriving = ring.shift(block, step) if step < ring.size - 1 else None
+        arriving = ring.shift(block, step, "forward") if step < ring.size - 1 else None
         for rows, keys, diagonal in ring.pairs(step, causal):
             o_block, lse_block = attention_lse(q[rows], block[0][keys], block[1][keys], None, diagonal, scale,
                                                None, layout)
@@ -76,7 +79,7 @@ def ring_attention_backward(g, o, lse, q, k, v, comm, causal=False, scale=None, 
     dq = np.zeros_like(q)
     block, grads = (k, v), (np.zeros_like(k), np.zeros_like(v))
     for step in range(ring.size):
-        arriving = ring.shift(block, step) if step < ring.size - 1 else None
+        arriving = ring.shift(block, step, "backward") if step < ring.size - 1 else None
         for rows, keys, diagonal in ring.pairs(step, causal):
             parts = attention_block_backward(g[rows], q[rows], block[0][keys], block[1][keys], lse[rows],
                                              delta[rows], None, diagonal, scale, None, layout)
@@ -84,7 +87,7 @@ def ring_attention_backward(g, o, lse, q, k, v, comm, causal=False, scale=None, 
             dq[rows] += dq_block
             grads[0][keys] += dk_block
             grads[1][keys] += dv_block
-        grads = ring.shift(grads, step, tag=2)() if ring.size > 1 else grads
+        grads = ring.shift(grads, step, "backward (dK, dV)", tag=2)() if ring.size > 1 else grads
         block = arriving() if arriving else block
     return (dq,) + grads
 
@@ -128,9 +131,9 @@ class _Ring:
                 if qb > qa and kb > ka and ka <= qa:
                     yield self._index(q0, q0 + qb - qa), self._index(k0, k0 + kb - ka), ka == qa
 
-    def shift(self, arrays, step: int, tag: int = 0):
+    def shift(self, arrays, step: int, what: str, tag: int = 0):
         """Send ``arrays`` (the block of rank (rank − step) mod size) to the next rank and receive the previous
-        rank's; returns the function that waits for them and returns them."""
+        rank's; returns the function that waits for them and returns them (``what`` names the pass)."""
         source = (self.rank - step - 1) % self.size
         received = [np.empty(self._shape_of(a, source), a.dtype) for a in arrays]
         sent = [np.ascontiguousarray(a) for a in arrays]
@@ -138,10 +141,18 @@ class _Ring:
         requests += [self.comm.Isend(buffer, (self.rank + 1) % self.size, tag + i) for i, buffer in enumerate(sent)]
 
         def wait():
-            for request in requests:
-                request.Wait()
+            self.wait(requests, f"ring attention's {what}, ring step {step + 1} of {self.size} (the block from rank "
+                                f"{(self.rank - 1) % self.size})")
             return tuple(received)
         return wait
+
+    def wait(self, requests, what: str) -> None:
+        """The communicator's ``wait`` (a deadline) where it has one, else each request's ``Wait``."""
+        if hasattr(self.comm, "wait"):
+            self.comm.wait(requests, what)
+            return
+        for request in requests:
+            request.Wait()
 
     def _shape_of(self, a, rank):
         return a.shape[:self.axis] + (self.lengths[rank],) + a.shape[self.axis + 1:]

@@ -263,3 +263,11 @@ def test_ring_attention_on_mpi_ranks(ranks, cases):
     assert result.returncode == 0, result.output
     for case in cases:
         assert sorted(re.findall(rf"rank (\d+): {case}", result.output)) == [str(r) for r in range(ranks)], result.output
+
+
+@requires_mpi
+def test_a_rank_that_stops_sending_makes_the_others_raise():
+    result = launch(RANKS, ranks=2, args=["stalls"], timeout=60, runner=False)
+    assert result.returncode != 0
+    assert ("CollectiveTimeout: rank 0 of 2: ring attention's forward, ring step 1 of 2 (the block from rank 1) "
+            "waited more than 1 s") in result.output, result.output

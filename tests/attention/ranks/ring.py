@@ -6,8 +6,11 @@ ring: this rank's shard of ring attention (kernels: both layouts, both splits, c
 gpt: a tiny GPT with its sequence split over the ranks (context=Ring(world)), each rank's loss weighted by its
   share of the tokens and the parameters' gradients summed over the ranks, equals one process's loss and
   gradients. Prints "rank R: gpt".
+stalls: rank 1 stops sending (its Isend sleeps) in the ring's forward; rank 0, under a 1 s deadline, raises
+  CollectiveTimeout naming its rank and the ring step, which ends every rank.
 """
 import sys
+import time
 
 import numpy as np
 
@@ -83,7 +86,26 @@ def gpt_matches():
         np.testing.assert_allclose(world.allreduce_sum(np.ascontiguousarray(a), "sum"), b, rtol=2e-4, atol=2e-6)
 
 
-CASES = {"ring": lambda: (kernels_match(), graph_matches()), "gpt": gpt_matches}
+class Silent:
+    """The world's communicator on a rank that stops sending."""
+
+    def __init__(self, comm):
+        self.comm = comm
+
+    def __getattr__(self, name):
+        return getattr(self.comm, name)
+
+    def Isend(self, *args):
+        time.sleep(60)
+
+
+def stalls():
+    ring = Ring(distributed.World(world.comm, timeout=1))
+    q, k, v, _ = (ring.shard(x, 2) for x in whole((1, 2, 8, 4), seed=2))
+    ring_kernel(q, k, v, Silent(ring.comm) if world.rank == 1 else ring.comm, True, None, "bhtd", ring.split)
+
+
+CASES = {"ring": lambda: (kernels_match(), graph_matches()), "gpt": gpt_matches, "stalls": stalls}
 with world.rank0_first("compiling the kernels"):
     kernels.attention_lse(*whole((1, 3, 2), seed=0)[:3])
 for case in sys.argv[1:]:
