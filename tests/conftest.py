@@ -1,12 +1,31 @@
-"""Shared fixtures: a seeded generator, the shared data folder, and a helper to run a traced function. Every test
-starts from the same default generator (parameters' initialization), whichever tests ran before it."""
+"""Shared fixtures: a seeded generator, the shared data folder, a helper to run a traced function, and the devices
+a kernel test runs on. Every test starts from the same default generator (parameters' initialization), whichever
+tests ran before it. Without a usable GPU the "cuda" tests run on numba's CUDA simulator, chosen here, before
+anything imports numba.cuda (tests/cuda/conftest.py says why and what it costs)."""
+import ctypes.util
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-import attngraph as ag
+
+def _gpu_usable() -> bool:
+    """Whether a real GPU can run kernels: asked in a subprocess, because importing numba.cuda here would fix
+    this process on the real target. Without a driver library there is nothing to ask."""
+    if ctypes.util.find_library("cuda") is None:
+        return False
+    probe = "from numba import cuda; raise SystemExit(0 if cuda.is_available() else 1)"
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=300, check=False).returncode == 0
+
+
+if "NUMBA_ENABLE_CUDASIM" not in os.environ and not _gpu_usable():
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+
+import attngraph as ag  # noqa: E402  (after the choice of CUDA target)
+import ops  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -36,3 +55,52 @@ def run(fn, *arrays):
     """Trace ``fn`` on inputs shaped like ``arrays`` and run it on them."""
     graph = ag.trace(lambda **xs: fn(*xs.values()), **{f"x{i}": a for i, a in enumerate(arrays)})
     return graph.compile()(**{f"x{i}": a for i, a in enumerate(arrays)})
+
+
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
+def device(request):
+    """The Backend (``kernels`` by name, ``put``, ``get``) of each device a kernel test runs on: "cpu", then "cuda"
+    (a GPU, or numba's simulator with fast thread switches; skipped, saying why, where neither runs), its device
+    arrays treated as a GPU would (``like_hardware``)."""
+    if request.param == "cpu":
+        yield ops.get_backend("cpu")
+        return
+    from ops import _cuda
+    if _cuda.unavailable():
+        pytest.skip(_cuda.unavailable())
+    request.getfixturevalue("like_hardware")
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)
+    yield ops.get_backend("cuda")
+    sys.setswitchinterval(interval)
+
+
+# What real device arrays offer on the host (numba's DeviceNDArray), besides the simulator's own methods.
+_DEVICE_ARRAY_ATTRIBUTES = {"shape", "strides", "ndim", "size", "dtype", "nbytes", "alloc_size", "flags", "stream",
+                            "gpu_data", "__array__", "__cuda_array_interface__", "__len__"}
+_HOST_OPERATORS = ("__add__", "__sub__", "__mul__", "__floordiv__", "__truediv__", "__mod__", "__pow__", "__lt__",
+                   "__le__", "__gt__", "__ge__")
+
+
+@pytest.fixture
+def like_hardware(monkeypatch):
+    """In the simulator, device arrays lose the NumPy attributes and operators that real ones lack."""
+    from ops import _cuda
+    if not _cuda.SIMULATOR:
+        return
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+    forward = FakeCUDAArray.__getattr__
+
+    def device_attribute(self, name):
+        if name not in _DEVICE_ARRAY_ATTRIBUTES:
+            raise AttributeError(f"a device array has no attribute {name!r} on the host (the simulator's has)")
+        return forward(self, name)
+
+    def no_host_arithmetic(self, other):
+        raise TypeError("device arrays have no arithmetic or comparisons on the host (the simulator's have)")
+
+    monkeypatch.setattr(FakeCUDAArray, "__getattr__", device_attribute)
+    for name in _HOST_OPERATORS:
+        monkeypatch.setattr(FakeCUDAArray, name, no_host_arithmetic)
+    monkeypatch.setattr(FakeCUDAArray, "__eq__", object.__eq__)
+    monkeypatch.setattr(FakeCUDAArray, "__ne__", object.__ne__)

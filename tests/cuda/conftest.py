@@ -1,10 +1,10 @@
 """The CUDA tests: every CUDA kernel against its CPU twin, and graphs run on "cuda" against "cpu".
 
-Where they run. Without a usable GPU they run on numba's CUDA simulator, which this file turns on by setting
-NUMBA_ENABLE_CUDASIM=1. numba fixes the choice between the simulator and the real CUDA target when
+Where they run. Without a usable GPU they run on numba's CUDA simulator, which tests/conftest.py turns on by
+setting NUMBA_ENABLE_CUDASIM=1 (kernel tests parametrized over devices elsewhere share it). numba fixes the choice between the simulator and the real CUDA target when
 ``numba.cuda`` is first imported, and attngraph imports it only when "cuda" is first used (ops/_cuda.py, which
 also re-reads the variable for numba's built-in target, whose configuration is read when numba itself is
-imported). pytest imports this file while collecting, before any test runs, so the whole session, CPU tests
+imported). pytest imports that file before any test is collected, so the whole session, CPU tests
 included, uses one numba.cuda: the simulator here, the GPU on a machine that has one. The CPU tests never
 touch numba.cuda, so they are unaffected. Running these tests in a subprocess instead would add the
 interpreter's and attngraph's start-up (~1 s here, per subprocess) and hide them from pytest's reports,
@@ -14,29 +14,15 @@ Cost. The simulator runs every thread of a block as a Python thread (~0.1 ms eac
 milliseconds per block: shapes here are tiny, ops/cuda/launch.py shrinks blocks, tiles and grids under the
 simulator, and a shorter interpreter switch interval makes barriers several times faster (NUMBA.md). The
 simulator checks no types and wraps NumPy arrays, so host code could use NumPy on device arrays where real
-ones have no such methods: ``like_hardware`` makes that fail here as it would on a GPU.
+ones have no such methods: ``like_hardware`` (tests/conftest.py) makes that fail here as it would on a GPU.
 """
-import ctypes.util
 import importlib
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-
-def _gpu_usable() -> bool:
-    """Whether a real GPU can run kernels: asked in a subprocess, because importing numba.cuda here would fix
-    this process on the real target. Without a driver library there is nothing to ask."""
-    if ctypes.util.find_library("cuda") is None:
-        return False
-    probe = "from numba import cuda; raise SystemExit(0 if cuda.is_available() else 1)"
-    return subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=300, check=False).returncode == 0
-
-
-if "NUMBA_ENABLE_CUDASIM" not in os.environ and not _gpu_usable():
-    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 
 _cuda = importlib.import_module("ops._cuda")        # only now: it imports numba.cuda, which reads the choice
 
@@ -62,34 +48,9 @@ def fast_thread_switches():
     sys.setswitchinterval(interval)
 
 
-# What real device arrays offer on the host (numba's DeviceNDArray), besides the simulator's own methods.
-_DEVICE_ARRAY_ATTRIBUTES = {"shape", "strides", "ndim", "size", "dtype", "nbytes", "alloc_size", "flags", "stream",
-                            "gpu_data", "__array__", "__cuda_array_interface__", "__len__"}
-_HOST_OPERATORS = ("__add__", "__sub__", "__mul__", "__floordiv__", "__truediv__", "__mod__", "__pow__", "__lt__",
-                   "__le__", "__gt__", "__ge__")
-
-
 @pytest.fixture(autouse=True)
-def like_hardware(monkeypatch):
-    """In the simulator, device arrays lose the NumPy attributes and operators that real ones lack."""
-    if not _cuda.SIMULATOR:
-        return
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
-    forward = FakeCUDAArray.__getattr__
-
-    def device_attribute(self, name):
-        if name not in _DEVICE_ARRAY_ATTRIBUTES:
-            raise AttributeError(f"a device array has no attribute {name!r} on the host (the simulator's has)")
-        return forward(self, name)
-
-    def no_host_arithmetic(self, other):
-        raise TypeError("device arrays have no arithmetic or comparisons on the host (the simulator's have)")
-
-    monkeypatch.setattr(FakeCUDAArray, "__getattr__", device_attribute)
-    for name in _HOST_OPERATORS:
-        monkeypatch.setattr(FakeCUDAArray, name, no_host_arithmetic)
-    monkeypatch.setattr(FakeCUDAArray, "__eq__", object.__eq__)
-    monkeypatch.setattr(FakeCUDAArray, "__ne__", object.__ne__)
+def on_hardware_terms(like_hardware):
+    """Every test here treats device arrays as a GPU would (tests/conftest.py's ``like_hardware``)."""
 
 
 @pytest.fixture
