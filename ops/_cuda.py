@@ -179,8 +179,10 @@ def _quiet(f):
 
 
 # The math module as device functions see it in the simulator: inf and NaN instead of exceptions, as on a GPU.
-_IEEE_MATH = types.SimpleNamespace(**{**vars(math), "exp": _quiet(np.exp), "log": _quiet(np.log),
-                                      "sqrt": _quiet(np.sqrt)})
+_IEEE_MATH = types.SimpleNamespace(**{**vars(math), **{name: _quiet(getattr(np, ufunc)) for name, ufunc in [
+    ("exp", "exp"), ("log", "log"), ("sqrt", "sqrt"), ("log1p", "log1p"), ("expm1", "expm1"), ("log2", "log2"),
+    ("log10", "log10"), ("tan", "tan"), ("asin", "arcsin"), ("acos", "arccos"), ("sinh", "sinh"),
+    ("cosh", "cosh"), ("acosh", "arccosh"), ("atanh", "arctanh")]}})
 
 
 def device_function(fn, **rebind):

@@ -23,6 +23,10 @@ __all__ = [   # what ``import attngraph`` exports: the ops users call, and Tenso
     "greater_equal", "logical_and", "logical_or",
     "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "erf", "abs", "sin", "cos", "rsqrt", "silu", "softplus",
     "gelu", "clip", "where", "logical_not", "stop_gradient", "astype", "zeros_like",
+    "floor", "ceil", "round", "trunc", "sign", "isnan", "isinf", "isfinite", "tan", "asin", "acos", "atan", "atan2",
+    "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "expm1", "log1p", "logaddexp", "copysign",
+    "lerp", "leaky_relu", "elu", "celu", "selu", "mish", "hardswish", "hardsigmoid", "softsign", "logsigmoid",
+    "quick_gelu",
     "sum", "mean", "max", "min", "logsumexp", "var", "std", "argmax", "argmin", "sort", "topk", "cumsum",
     "reshape", "transpose", "swapaxes", "broadcast_to", "expand_dims", "unsqueeze", "squeeze", "flatten", "moveaxis",
     "concat", "stack", "split", "take", "tril", "triu", "one_hot", "arange", "relative_distance", "embedding",
@@ -95,6 +99,7 @@ equal, not_equal = _binary("equal"), _binary("not_equal")
 less, less_equal, greater, greater_equal = (_binary("less"), _binary("less_equal"), _binary("greater"),
                                             _binary("greater_equal"))
 logical_and, logical_or = _binary("logical_and"), _binary("logical_or")
+atan2, logaddexp, copysign = _binary("atan2"), _binary("logaddexp"), _binary("copysign")
 
 
 def neg(x): return emit("neg", x)
@@ -110,9 +115,112 @@ def sin(x): return emit("sin", x)
 def cos(x): return emit("cos", x)
 def rsqrt(x): return emit("rsqrt", x)
 def silu(x): return emit("silu", x)
-def softplus(x): return emit("softplus", x)
 def logical_not(x): return emit("logical_not", x)
 def stop_gradient(x): return emit("stop_gradient", x)
+def sign(x): return emit("sign", x)
+def isnan(x): return emit("isnan", x)
+def isinf(x): return emit("isinf", x)
+def isfinite(x): return emit("isfinite", x)
+def tan(x): return emit("tan", x)
+def asin(x): return emit("asin", x)
+def acos(x): return emit("acos", x)
+def atan(x): return emit("atan", x)
+def sinh(x): return emit("sinh", x)
+def cosh(x): return emit("cosh", x)
+def asinh(x): return emit("asinh", x)
+def acosh(x): return emit("acosh", x)
+def atanh(x): return emit("atanh", x)
+def log2(x): return emit("log2", x)
+def log10(x): return emit("log10", x)
+def exp2(x): return emit("exp2", x)
+def expm1(x): return emit("expm1", x)
+def log1p(x): return emit("log1p", x)
+
+
+def _whole(op: str):
+    """floor, ceil, round or trunc: a float tensor rounded to whole numbers in its dtype (halves to even for
+    round, as torch.round); an integer tensor is returned as it is, as PyTorch does. No gradient (PyTorch's is 0)."""
+    def apply(x):
+        return Tensor(as_node(x)) if as_node(x).dtype.kind in "iu" else emit(op, x)
+    apply.__name__ = op
+    return apply
+
+
+floor, ceil, round, trunc = _whole("floor"), _whole("ceil"), _whole("round"), _whole("trunc")
+
+
+def softplus(x, beta: float = 1.0, threshold: float = 20.0):
+    """ln(1 + e^(βx)) / β, and x itself where βx > threshold (torch.nn.functional.softplus)."""
+    return emit("softplus", *lift_scalars("softplus", x, float(beta), float(threshold)))
+
+
+def lerp(start, end, weight):
+    """start + weight·(end − start), as torch.lerp: computed from the nearer end (end − (end − start)(1 − weight)
+    for weight ≥ ½), so that weight 1 gives end exactly."""
+    start, end, weight = lift_scalars("lerp", start, end, weight)
+    return where(less(weight, 0.5), start + weight * (end - start), end - (end - start) * (1 - weight))
+
+
+def leaky_relu(x, negative_slope: float = 0.01):
+    """x for x > 0, else negative_slope·x; the gradient at 0 is negative_slope, as PyTorch's (Maas et al. 2013)."""
+    return where(greater(x, 0.0), x, x * negative_slope)
+
+
+def elu(x, alpha: float = 1.0):
+    """x for x > 0, else α(eˣ − 1) (Clevert et al. 2016); the gradient at 0 is α, as PyTorch's."""
+    return _elu(x, alpha, 1.0)
+
+
+def celu(x, alpha: float = 1.0):
+    """max(0, x) + min(0, α(e^(x/α) − 1)) (Barron 2017): ELU continuously differentiable for every α > 0."""
+    if not alpha:
+        raise ValueError(f"celu's alpha must be non-zero, not {alpha!r} (at {user_source()})")
+    return _elu(x, alpha, 1 / alpha)
+
+
+def _elu(x, alpha: float, input_scale: float):
+    """x for x > 0, else α(e^(x·input_scale) − 1); the exponential reads 0 where x > 0, so that a large x (or +inf)
+    gives its branch, unused, no infinite derivative that would make the gradient 0·∞ = NaN."""
+    negative = less_equal(x, 0.0)
+    return where(negative, expm1(where(negative, x, 0.0) * input_scale) * alpha, x)
+
+
+SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def selu(x):
+    """λ·ELU(x, α) with λ ≈ 1.0507 and α ≈ 1.6733, the self-normalizing constants (Klambauer et al. 2017)."""
+    return elu(x, SELU_ALPHA) * SELU_SCALE
+
+
+def mish(x):
+    """x·tanh(softplus(x)) (Misra 2019)."""
+    return x * tanh(softplus(x))
+
+
+def hardswish(x):
+    """x·min(max(x + 3, 0), 6)/6 (Howard et al. 2019, MobileNetV3); the gradient at ±3 is PyTorch's (-½ and 3/2)."""
+    return x * clip(x + 3.0, 0.0, 6.0) * (1 / 6)
+
+
+def hardsigmoid(x):
+    """min(max(x/6 + ½, 0), 1); the gradient is 1/6 strictly inside (-3, 3) and 0 at ±3, as PyTorch's."""
+    return where(less_equal(x, -3.0), 0.0, where(greater_equal(x, 3.0), 1.0, x * (1 / 6) + 0.5))
+
+
+def softsign(x):
+    """x / (1 + |x|)."""
+    return x / (abs(x) + 1.0)
+
+
+def logsigmoid(x):
+    """ln σ(x) = min(x, 0) − ln(1 + e^-|x|): exact for large |x| of either sign, gradient σ(−x)."""
+    return minimum(x, 0.0) - log1p(exp(-abs(x)))
+
+
+def quick_gelu(x):
+    """x·σ(1.702x), the GELU approximation of CLIP and GPT-2's predecessors (Hendrycks & Gimpel 2016)."""
+    return x * sigmoid(x * 1.702)
 
 
 def name(x, label: str):

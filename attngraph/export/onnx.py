@@ -286,6 +286,22 @@ def _gelu_formula(b, node, z, approximate):
     return b.op("Mul", times(z, 0.5), b.op("Add", phi, b.scalar(1, node.dtype)))
 
 
+def _logaddexp(b, node, x, y):
+    """x + ln 2 where x = y (±inf too), else max + ln(1 + e^-|x − y|)."""
+    spread = b.op("Log", b.op("Add", b.scalar(1, node.dtype), b.op("Exp", b.op("Neg", b.op("Abs", b.op("Sub", x, y))))))
+    return b.op("Where", b.op("Equal", x, y), b.op("Add", x, b.scalar(math.log(2), node.dtype)),
+                b.op("Add", b.op("Max", x, y), spread))
+
+
+def _atan2(b, node, y, x):
+    """atan(y/x), plus π·sign(y) where x < 0 (±π/2 where x = 0, from atan(±inf)); ONNX has no Atan2. At y = x = 0
+    it is NaN (attngraph: ±0 or ±π, as C's atan2)."""
+    pi = b.op("Where", b.op("Less", y, b.scalar(0, node.dtype)), b.scalar(-math.pi, node.dtype),
+              b.scalar(math.pi, node.dtype))
+    angle = b.op("Atan", b.op("Div", y, x))
+    return b.op("Where", b.op("Less", x, b.scalar(0, node.dtype)), b.op("Add", angle, pi), angle)
+
+
 def _max_pool2d(b, node, x, *, kernel, stride):
     """MaxPool, NaN where the window holds a NaN as attngraph's (onnxruntime's MaxPool skips NaN): a MaxPool of
     IsNaN picks those windows out."""
@@ -409,7 +425,25 @@ CONVERTERS: dict[str, Callable] = {
     "minimum": _arithmetic("Min", "And"),
     "rsqrt": lambda b, node, x: b.op("Reciprocal", b.op("Sqrt", x)),
     "silu": lambda b, node, x: b.op("Mul", x, b.op("Sigmoid", x)),
-    "softplus": lambda b, node, x: b.op("Where", b.op("Greater", x, b.scalar(20, node.dtype)), x, b.op("Softplus", x)),
+    "softplus": lambda b, node, x, beta, threshold: b.op(
+        "Where", b.op("Greater", b.op("Mul", x, beta), threshold), x,
+        b.op("Div", b.op("Softplus", b.op("Mul", x, beta)), beta)),
+    **{op: _simple(op_type) for op, op_type in [
+        ("floor", "Floor"), ("ceil", "Ceil"), ("round", "Round"), ("sign", "Sign"), ("isnan", "IsNaN"),
+        ("isinf", "IsInf"), ("tan", "Tan"), ("asin", "Asin"), ("acos", "Acos"), ("atan", "Atan"), ("sinh", "Sinh"),
+        ("cosh", "Cosh"), ("asinh", "Asinh"), ("acosh", "Acosh"), ("atanh", "Atanh")]},
+    "trunc": lambda b, node, x: b.op("Where", b.op("Less", x, b.scalar(0, node.dtype)), b.op("Ceil", x),
+                                     b.op("Floor", x)),
+    "isfinite": lambda b, node, x: b.op("Not", b.op("Or", b.op("IsNaN", x), b.op("IsInf", x))),
+    "log2": lambda b, node, x: b.op("Div", b.op("Log", x), b.scalar(math.log(2), node.dtype)),
+    "log10": lambda b, node, x: b.op("Div", b.op("Log", x), b.scalar(math.log(10), node.dtype)),
+    "exp2": lambda b, node, x: b.op("Pow", b.scalar(2, node.dtype), x),
+    "expm1": lambda b, node, x: b.op("Sub", b.op("Exp", x), b.scalar(1, node.dtype)),
+    "log1p": lambda b, node, x: b.op("Log", b.op("Add", x, b.scalar(1, node.dtype))),
+    "logaddexp": _logaddexp,
+    "copysign": lambda b, node, x, y: b.op("Where", b.op("Less", y, b.scalar(0, node.dtype)),
+                                           b.op("Neg", b.op("Abs", x)), b.op("Abs", x)),
+    "atan2": _atan2,
     "not_equal": lambda b, node, x, y: b.op("Not", b.op("Equal", x, y)),
     "astype": lambda b, node, x, dtype: b.cast(x, dtype),
     "dropout": lambda b, node, x, seed, p, key: b.op("Identity", x),

@@ -169,10 +169,170 @@ def silu(x):
 
 
 @NanQuiet
-def softplus(x):
-    """ln(1 + eˣ), and x itself above 20 (where the two agree to the last bit of float64), as PyTorch's
-    softplus with its threshold 20"""
-    return x if x > 20 else math.log1p(mathfn.exp(x))
+def softplus(x, beta, threshold):
+    """ln(1 + e^(βx)) / β, and x itself where βx > threshold, as PyTorch's softplus (β = 1 and threshold 20 by
+    default, where the two agree to the last bit of float64)"""
+    return x if x * beta > threshold else math.log1p(mathfn.exp(x * beta)) / beta
+
+
+WHOLE = 4503599627370496.0      # 2⁵²: every float at least this large (and ±inf, NaN) is a whole number already
+
+
+@NanQuiet
+def floor(x):
+    """⌊x⌋ (-0.5 gives -1, -0 stays -0; ±inf and NaN stay)"""
+    return math.copysign(type(x)(math.floor(x)), x) if builtins.abs(x) < WHOLE else x
+
+
+@NanQuiet
+def ceil(x):
+    """⌈x⌉ (-0.5 gives -0)"""
+    return math.copysign(type(x)(math.ceil(x)), x) if builtins.abs(x) < WHOLE else x
+
+
+@NanQuiet
+def trunc(x):
+    """x rounded toward 0 (-2.5 gives -2, -0.5 gives -0)"""
+    return math.copysign(type(x)(math.trunc(x)), x) if builtins.abs(x) < WHOLE else x
+
+
+@NanQuiet
+def round(x):
+    """x rounded to the nearest whole number, halves to the even one (torch.round, np.rint: 2.5 gives 2)"""
+    if not builtins.abs(x) < WHOLE:
+        return x
+    whole = math.floor(x)
+    rest = x - whole
+    whole += 1 if rest > 0.5 or (rest == 0.5 and whole % 2 == 1) else 0
+    return math.copysign(type(x)(whole), x)
+
+
+@NanQuiet
+def sign(x):
+    """-1, 0 or 1 as x is negative, zero or positive (-0 gives +0, as NumPy and PyTorch), NaN stays NaN"""
+    return type(x)(1) if x > 0 else type(x)(-1) if x < 0 else x - x
+
+
+@predicate
+def isnan(x):
+    """x is NaN"""
+    return x != x
+
+
+@predicate
+def isinf(x):
+    """x is +inf or -inf"""
+    return x == math.inf or x == -math.inf
+
+
+@predicate
+def isfinite(x):
+    """x is neither NaN nor ±inf"""
+    return x == x and x != math.inf and x != -math.inf
+
+
+@Elementwise
+def tan(x):
+    """tan x (NaN at ±inf)"""
+    return math.tan(x)
+
+
+@Elementwise
+def asin(x):
+    """arcsin x (NaN beyond [-1, 1])"""
+    return math.asin(x)
+
+
+@Elementwise
+def acos(x):
+    """arccos x (NaN beyond [-1, 1])"""
+    return math.acos(x)
+
+
+@Elementwise
+def atan(x):
+    """arctan x (±π/2 at ±inf)"""
+    return math.atan(x)
+
+
+@Elementwise
+def atan2(a, b):
+    """the angle of the point (b, a): arctan(a/b) in the right quadrant, in [-π, π] (C's atan2 at ±0 and ±inf)"""
+    return math.atan2(a, b)
+
+
+@Elementwise
+def sinh(x):
+    """sinh x"""
+    return math.sinh(x)
+
+
+@Elementwise
+def cosh(x):
+    """cosh x"""
+    return math.cosh(x)
+
+
+@Elementwise
+def asinh(x):
+    """arsinh x = ln(x + √(x² + 1))"""
+    return math.asinh(x)
+
+
+@Elementwise
+def acosh(x):
+    """arcosh x (NaN below 1)"""
+    return math.acosh(x)
+
+
+@Elementwise
+def atanh(x):
+    """artanh x (±inf at ±1, NaN beyond)"""
+    return math.atanh(x)
+
+
+@Elementwise
+def log2(x):
+    """log₂ x (exact at powers of 2)"""
+    return math.log2(x)
+
+
+@Elementwise
+def log10(x):
+    """log₁₀ x (exact at powers of 10)"""
+    return math.log10(x)
+
+
+@Elementwise
+def exp2(x):
+    """2ˣ (exact at integers)"""
+    return type(x)(2) ** x
+
+
+@Elementwise
+def expm1(x):
+    """eˣ - 1, accurate near 0 where exp(x) - 1 cancels"""
+    return math.expm1(x)
+
+
+@Elementwise
+def log1p(x):
+    """ln(1 + x), accurate near 0 where log(1 + x) loses x's low bits"""
+    return math.log1p(x)
+
+
+@NanQuiet
+def logaddexp(a, b):
+    """ln(eᵃ + eᵇ) = max + ln(1 + e^-|a - b|), without overflow; a + ln 2 where a = b (±inf too)"""
+    if a == b:
+        return a + type(a)(0.6931471805599453)
+    return (a if a > b else b) + math.log1p(mathfn.exp(-builtins.abs(a - b)))
+
+
+@Elementwise
+def copysign(a, b):
+    """|a| with the sign of b (-0 and NaN's sign bit count)"""
+    return math.copysign(a, b)
 
 
 @Elementwise

@@ -134,8 +134,9 @@ define("sigmoid", unary_float, elementwise=True, flops=per_element(6),
        vjp=lambda g, y, x: (g * y * (1 - y),))
 define("relu", unary_float, elementwise=True, flops=per_element(1),
        vjp=lambda g, y, x: (F.where(F.less_equal(y, 0.0), 0.0, g),))      # NaN passes g on, as in PyTorch
-define("softplus", unary_float, elementwise=True, flops=per_element(9),
-       vjp=lambda g, y, x: (F.where(x > 20, g, g * F.sigmoid(x)),))
+define("softplus", float_elementwise, elementwise=True, flops=per_element(10),
+       vjp=lambda g, y, x, beta, threshold: (F.where(x * beta > threshold, g, g * F.sigmoid(x * beta)), None, None),
+       doc="softplus(x, beta, threshold): ln(1 + e^(βx)) / β, x where βx > threshold; β and the threshold 0-d")
 define("abs", no_bool(lambda x: (x.shape, x.dtype), "x itself"), elementwise=True,
        flops=per_element(1), vjp=lambda g, y, x: (g * sign(x),))
 define("sin", unary_float, elementwise=True, flops=per_element(10), vjp=lambda g, y, x: (g * F.cos(x),))
@@ -153,6 +154,38 @@ define("gelu", gelu_rule, flops=per_element(10), vjp=gelu_vjp,
        doc="GELU(x + bias), the bias optional (the fusion pass moves a Linear layer's bias add in)")
 define("gelu_grad", gelu_grad_rule, flops=per_element(14), vjp=gelu_grad_vjp,
        doc="g · GELU'(x + bias): GELU's backward in one pass (composed, it is 19 elementwise nodes)")
+define("tan", unary_float, elementwise=True, flops=per_element(10), vjp=lambda g, y, x: (g * (1 + y * y),))
+define("asin", unary_float, elementwise=True, flops=per_element(10),
+       vjp=lambda g, y, x: (g * F.rsqrt(1 - x * x),))
+define("acos", unary_float, elementwise=True, flops=per_element(10),
+       vjp=lambda g, y, x: (-g * F.rsqrt(1 - x * x),))
+define("atan", unary_float, elementwise=True, flops=per_element(10), vjp=lambda g, y, x: (g / (1 + x * x),))
+define("atan2", float_elementwise, elementwise=True, flops=per_element(12),
+       vjp=lambda g, y, a, b: (g * b / (a * a + b * b), -g * a / (a * a + b * b)))
+define("sinh", unary_float, elementwise=True, flops=per_element(8), vjp=lambda g, y, x: (g * F.cosh(x),))
+define("cosh", unary_float, elementwise=True, flops=per_element(8), vjp=lambda g, y, x: (g * F.sinh(x),))
+define("asinh", unary_float, elementwise=True, flops=per_element(10),
+       vjp=lambda g, y, x: (g * F.rsqrt(x * x + 1),))
+define("acosh", unary_float, elementwise=True, flops=per_element(10),
+       vjp=lambda g, y, x: (g * F.rsqrt(x * x - 1),))
+define("atanh", unary_float, elementwise=True, flops=per_element(10), vjp=lambda g, y, x: (g / (1 - x * x),))
+define("log2", unary_float, elementwise=True, flops=per_element(4),
+       vjp=lambda g, y, x: (g / (x * math.log(2)),))
+define("log10", unary_float, elementwise=True, flops=per_element(4),
+       vjp=lambda g, y, x: (g / (x * math.log(10)),))
+define("exp2", unary_float, elementwise=True, flops=per_element(4), vjp=lambda g, y, x: (g * y * math.log(2),))
+define("expm1", unary_float, elementwise=True, flops=per_element(4), vjp=lambda g, y, x: (g * (y + 1),))
+define("log1p", unary_float, elementwise=True, flops=per_element(4), vjp=lambda g, y, x: (g / (x + 1),))
+define("logaddexp", float_elementwise, elementwise=True, flops=per_element(10),
+       vjp=lambda g, y, a, b: (g / (1 + F.exp(b - a)), g / (1 + F.exp(a - b))))
+define("copysign", float_elementwise, elementwise=True, flops=per_element(1),     # b's gradient is 0, as PyTorch's
+       vjp=lambda g, y, a, b: (F.where(F.equal(a, 0.0), 0.0, g * y / a), F.zeros_like(b)))
+for name in ("floor", "ceil", "round", "trunc"):     # piecewise constant: no gradient (PyTorch's is 0)
+    define(name, unary_float, elementwise=True, flops=per_element(1), differentiable=False)
+define("sign", no_bool(lambda x: (x.shape, x.dtype), "x itself"), elementwise=True, flops=per_element(1),
+       differentiable=False)
+for name in ("isnan", "isinf", "isfinite"):
+    define(name, lambda x: (x.shape, np.dtype(bool)), elementwise=True, flops=per_element(1), differentiable=False)
 define("where", where_rule, elementwise=True, flops=per_element(1),
        vjp=lambda g, y, c, a, b: (None, F.where(c, g, 0.0), F.where(c, 0.0, g)))
 define("astype", lambda x, dtype: (x.shape, np.dtype(dtype)), elementwise=True,
