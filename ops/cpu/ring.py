@@ -27,12 +27,15 @@ one process. The arrays are host (NumPy)
 arrays: on CUDA the blocks' kernels exist (``ops/cuda/attention.py``: ``attention_lse``,
 ``attention_block_backward``) but no ring yet.
 """
+import math
+
 import numpy as np
 
 from ops.cpu.attention import attention_block_backward, attention_lse
 from ops.shapes import LAYOUTS
 
 SPLITS = ("contiguous", "zigzag")
+GRADIENTS = "backward (dK, dV)"         # the travelling gradients' messages and buffers
 
 
 def pieces(length: int, size: int, split: str = "contiguous") -> list[list[tuple[int, int]]]:
@@ -46,11 +49,16 @@ def pieces(length: int, size: int, split: str = "contiguous") -> list[list[tuple
 
 
 def merge(o, lse, o_block, lse_block):
-    """The attention of queries over two sets of keys, (o, L), from each set's (o, L): exact, and 0 with
-    L = −inf for a row that sees no key in either."""
+    """The attention of queries over two sets of keys, (o, L), from each set's (o, L), written into o and L (and
+    returned): exact, and 0 with L = −inf for a row that sees no key in either. o_block is overwritten; the only
+    temporaries are rows of L."""
     total = np.logaddexp(lse, lse_block)
     shift = np.where(np.isfinite(total), total, 0)
-    return (np.exp(lse - shift)[..., None] * o + np.exp(lse_block - shift)[..., None] * o_block), total
+    o *= np.exp(lse - shift)[..., None]
+    o_block *= np.exp(lse_block - shift)[..., None]
+    o += o_block
+    lse[...] = total
+    return o, lse
 
 
 def ring_attention(q, k, v, comm, causal=False, scale=None, layout="bhtd", split="contiguous"):
@@ -59,14 +67,10 @@ def ring_attention(q, k, v, comm, causal=False, scale=None, layout="bhtd", split
     ring = _Ring(comm, q, k, layout, split)
     o = np.zeros(q.shape[:-1] + v.shape[-1:], q.dtype)
     lse = np.full(q.shape[:-1], -np.inf, q.dtype)
-    block = (k, v)
-    for step in range(ring.size):
-        arriving = ring.shift(block, step, "forward") if step < ring.size - 1 else None
+    for step, (k_block, v_block) in ring.travel((k, v), "forward"):
         for rows, keys, diagonal in ring.pairs(step, causal):
-            o_block, lse_block = attention_lse(q[rows], block[0][keys], block[1][keys], None, diagonal, scale,
-                                               None, layout)
-            o[rows], lse[rows] = merge(o[rows], lse[rows], o_block, lse_block)
-        block = arriving() if arriving else block
+            merge(o[rows], lse[rows], *attention_lse(q[rows], k_block[keys], v_block[keys], None, diagonal, scale,
+                                                     None, layout))
     return o, lse
 
 
@@ -77,18 +81,18 @@ def ring_attention_backward(g, o, lse, q, k, v, comm, causal=False, scale=None, 
     ring = _Ring(comm, q, k, layout, split)
     delta = np.einsum("...f,...f->...", g, o) - (0 if g_lse is None else g_lse)
     dq = np.zeros_like(q)
-    block, grads = (k, v), (np.zeros_like(k), np.zeros_like(v))
-    for step in range(ring.size):
-        arriving = ring.shift(block, step, "backward") if step < ring.size - 1 else None
+    grads = ring.buffers((k, v), ring.rank, GRADIENTS, 0)
+    for array in grads:
+        array[...] = 0
+    for step, (k_block, v_block) in ring.travel((k, v), "backward"):
         for rows, keys, diagonal in ring.pairs(step, causal):
-            parts = attention_block_backward(g[rows], q[rows], block[0][keys], block[1][keys], lse[rows],
+            parts = attention_block_backward(g[rows], q[rows], k_block[keys], v_block[keys], lse[rows],
                                              delta[rows], None, diagonal, scale, None, layout)
-            dq_block, dk_block, dv_block = unstack(parts, q[rows], block[0][keys], block[1][keys], layout)
-            dq[rows] += dq_block
-            grads[0][keys] += dk_block
-            grads[1][keys] += dv_block
-        grads = ring.shift(grads, step, "backward (dK, dV)", tag=2)() if ring.size > 1 else grads
-        block = arriving() if arriving else block
+            for total, part in zip((dq[rows], grads[0][keys], grads[1][keys]),
+                                   unstack(parts, q[rows], k_block[keys], v_block[keys], layout)):
+                total += part
+        if ring.size > 1:
+            grads = ring.pass_on(grads, step, GRADIENTS)
     return (dq,) + grads
 
 
@@ -106,8 +110,10 @@ class _Ring:
         if layout not in LAYOUTS:
             raise ValueError(f"attention layout must be one of {LAYOUTS}, got {layout!r}")
         self.comm, self.layout = comm, layout
+        self._buffers, self._tags = {}, {}
         self.rank, self.size = (0, 1) if comm is None else (comm.Get_rank(), comm.Get_size())
         self.axis = q.ndim - (2 if layout == "bhtd" else 3)
+        self.lead = q.shape[:self.axis]
         if q.shape[self.axis] != k.shape[self.axis]:
             raise ValueError(f"ring attention is self-attention: this rank's queries and keys must be the same "
                              f"positions, got {q.shape[self.axis]} queries and {k.shape[self.axis]} keys")
@@ -120,30 +126,63 @@ class _Ring:
                                  "sequence with attngraph.attention.Ring(comm, split).shard")
 
     def pairs(self, step: int, causal: bool):
-        """(query rows, key rows, diagonal) index pairs of this rank's queries against the block of rank
-        (rank − step) mod size: whole shards without ``causal``; else each pair of pieces not in the future."""
+        """(query rows, key rows, diagonal) indices of this rank's queries against the block of rank
+        (rank − step) mod size: whole shards without ``causal``; else each pair of pieces not in the future; each
+        for one index of the axes before the positions' (a (batch, head) pair, or a batch entry for "bthd"), so that
+        the kernels read C-contiguous slices in place and their outputs, the only temporaries, are one such
+        slice's (measured in benchmarks/MEASUREMENTS.md)."""
         owner = (self.rank - step) % self.size
         if not causal:
-            yield self._index(0, self.lengths[self.rank]), self._index(0, self.lengths[owner]), False
-            return
-        for (qa, qb), q0 in _local(self.pieces[self.rank]):
-            for (ka, kb), k0 in _local(self.pieces[owner]):
-                if qb > qa and kb > ka and ka <= qa:
-                    yield self._index(q0, q0 + qb - qa), self._index(k0, k0 + kb - ka), ka == qa
+            ranges = [((0, self.lengths[self.rank]), (0, self.lengths[owner]), False)]
+        else:
+            ranges = [((q0, q0 + qb - qa), (k0, k0 + kb - ka), ka == qa)
+                      for (qa, qb), q0 in _local(self.pieces[self.rank]) for (ka, kb), k0 in _local(self.pieces[owner])
+                      if qb > qa and kb > ka and ka <= qa]
+        for lead in np.ndindex(self.lead):
+            for queries, keys, diagonal in ranges:
+                yield lead + (slice(*queries),), lead + (slice(*keys),), diagonal
 
-    def shift(self, arrays, step: int, what: str, tag: int = 0):
+    def travel(self, arrays, what: str):
+        """Yield (step, block) for step = 0 … size − 1, the block being rank (rank − step) mod size's: ``arrays``
+        first, then each received from the previous rank while the one before is used (sent on before its
+        kernels run, waited for after them). Blocks land in two sets of buffers used in turn: a set is written
+        again only once the block sent from it has gone."""
+        block = arrays
+        for step in range(self.size):
+            arriving = self._exchange(block, step, what, step % 2) if step < self.size - 1 else None
+            yield step, block
+            block = arriving() if arriving else block
+
+    def pass_on(self, arrays, step: int, what: str):
+        """Send ``arrays`` (the gradients of rank (rank − step) mod size's block) to the next rank and return the
+        previous rank's, received into the other of two sets of buffers (``buffers``, slot (step + 1) mod 2)."""
+        return self._exchange(arrays, step, what, (step + 1) % 2)()
+
+    def buffers(self, like, owner: int, what: str, slot: int):
+        """Arrays shaped as ``like``'s with ``owner``'s length, in the buffer set (what, slot): allocated once per
+        call at the longest shard's length, reused as C-contiguous views of their first elements."""
+        views = []
+        for i, a in enumerate(like):
+            shape = self._shape_of(a, self.lengths[owner])
+            key = (what, slot, i)
+            if key not in self._buffers:
+                self._buffers[key] = np.empty(math.prod(self._shape_of(a, max(self.lengths))), a.dtype)
+            views.append(self._buffers[key][:math.prod(shape)].reshape(shape))
+        return tuple(views)
+
+    def _exchange(self, arrays, step: int, what: str, slot: int):
         """Send ``arrays`` (the block of rank (rank − step) mod size) to the next rank and receive the previous
-        rank's; returns the function that waits for them and returns them (``what`` names the pass)."""
-        source = (self.rank - step - 1) % self.size
-        received = [np.empty(self._shape_of(a, source), a.dtype) for a in arrays]
+        rank's into the buffer set (what, slot); returns the function that waits for them and returns them."""
+        received = self.buffers(arrays, (self.rank - step - 1) % self.size, what, slot)
         sent = [np.ascontiguousarray(a) for a in arrays]
+        tag = self._tags.setdefault(what, 2 * len(self._tags))
         requests = [self.comm.Irecv(buffer, (self.rank - 1) % self.size, tag + i) for i, buffer in enumerate(received)]
         requests += [self.comm.Isend(buffer, (self.rank + 1) % self.size, tag + i) for i, buffer in enumerate(sent)]
 
         def wait():
             self.wait(requests, f"ring attention's {what}, ring step {step + 1} of {self.size} (the block from rank "
                                 f"{(self.rank - 1) % self.size})")
-            return tuple(received)
+            return received
         return wait
 
     def wait(self, requests, what: str) -> None:
@@ -154,12 +193,8 @@ class _Ring:
         for request in requests:
             request.Wait()
 
-    def _shape_of(self, a, rank):
-        return a.shape[:self.axis] + (self.lengths[rank],) + a.shape[self.axis + 1:]
-
-    def _index(self, start, stop):
-        """The index of positions start … stop − 1 of a (..., T, [H,] f) array, and of its rows' L (..., T, [H])."""
-        return (slice(None),) * self.axis + (slice(start, stop),)
+    def _shape_of(self, a, length: int):
+        return a.shape[:self.axis] + (length,) + a.shape[self.axis + 1:]
 
 
 def _local(ranges):
