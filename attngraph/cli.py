@@ -312,6 +312,11 @@ def _programs() -> list:
         h = h + ag.exp(-x) * ag.log(y * y + 1) / ag.sqrt(x * x + 1) - ag.tanh(x) * ag.sigmoid(y) + ag.relu(ag.erf(x))
         h = h + ag.minimum(x, y) + ag.sin(x) * ag.cos(y)
         h = h + ag.clip(ag.silu(ag.abs(x)) * ag.rsqrt(y * y + 1), -1.0, 1.0)
+        h = h + ag.logaddexp(ag.atan2(x, y), ag.copysign(ag.expm1(x), y)) + ag.log1p(y * y) * ag.exp2(ag.tan(x))
+        h = h + ag.asin(ag.tanh(x)) * ag.acos(ag.sigmoid(y)) + ag.atanh(ag.tanh(x) * 0.5) + ag.acosh(x * x + 1)
+        h = h + ag.sinh(x) * ag.cosh(y) + ag.asinh(x) + ag.atan(y) + ag.log2(y * y + 1) - ag.log10(x * x + 1)
+        h = h + ag.floor(x) + ag.ceil(y) + ag.round(x) + ag.trunc(y) + ag.sign(x)
+        h = ag.where(ag.logical_or(ag.isnan(h), ag.isinf(h)), 0.0, h) * ag.isfinite(y).astype(h.dtype)
         keep = ag.logical_or(ag.logical_and(x >= y, ag.not_equal(x, y)), ag.logical_not(ag.less_equal(x, y)))
         return ag.sum(h * keep.astype(h.dtype) + ag.equal(x, y).astype(h.dtype) + (x < y).astype(h.dtype))
 

@@ -182,7 +182,7 @@ def _quiet(f):
 _IEEE_MATH = types.SimpleNamespace(**{**vars(math), **{name: _quiet(getattr(np, ufunc)) for name, ufunc in [
     ("exp", "exp"), ("log", "log"), ("sqrt", "sqrt"), ("log1p", "log1p"), ("expm1", "expm1"), ("log2", "log2"),
     ("log10", "log10"), ("tan", "tan"), ("asin", "arcsin"), ("acos", "arccos"), ("sinh", "sinh"),
-    ("cosh", "cosh"), ("acosh", "arccosh"), ("atanh", "arctanh")]}})
+    ("cosh", "cosh"), ("acosh", "arccosh"), ("atanh", "arctanh"), ("trunc", "trunc")]}})
 
 
 def device_function(fn, **rebind):
