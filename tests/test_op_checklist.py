@@ -11,6 +11,7 @@ from attngraph.core.primitive import REGISTRY
 from attngraph.export.onnx import CONVERTERS, NO_ONNX_FORM
 from ops.cpu import elementwise
 from tests.core.test_primitives import CASES, inputs
+from tests.ops.test_op_table import BINARY, SMOOTH, UNARY
 
 ROOT = Path(__file__).parents[1]
 BACKWARD = {name for name, reason in NO_ONNX_FORM.items() if reason.startswith("a backward op")}
@@ -18,12 +19,13 @@ BACKWARD = {name for name, reason in NO_ONNX_FORM.items() if reason.startswith("
 WITHOUT_WRAPPER = {"argsort": "ag.sort, ag.topk", "gather": "ag.take, ag.embedding", "getitem": "x[index]",
                    "size": "ag.mean, ag.var", "fused": "the elementwise fusion pass",
                    "ring_attention": "attngraph.attention.ring"}
-# primitives that the cases of tests/core/test_primitives.py (run on both devices by tests/cuda/test_executor.py) do
-# not reach, and the file that runs them on both devices (or on the CPU, where the op has no CUDA kernel)
+# primitives that neither the cases of tests/core/test_primitives.py nor the rows of tests/ops/test_op_table.py (run on
+# both devices by tests/cuda/test_executor.py and tests/cuda/test_new_ops.py) reach, and the file that runs them on
+# both devices (or on the CPU, where the op has no CUDA kernel)
 TESTED_ELSEWHERE = {
     "abs": "tests/cuda/test_new_ops.py", "clip": "tests/cuda/test_new_ops.py", "cos": "tests/cuda/test_new_ops.py",
     "sin": "tests/cuda/test_new_ops.py", "rsqrt": "tests/cuda/test_new_ops.py", "silu": "tests/cuda/test_new_ops.py",
-    "softplus": "tests/cuda/test_new_ops.py", "logsumexp": "tests/cuda/test_new_ops.py",
+    "logsumexp": "tests/cuda/test_new_ops.py",
     "min": "tests/cuda/test_new_ops.py", "var": "tests/cuda/test_reduce.py",
     "argmax": "tests/cuda/test_sort.py", "argmin": "tests/cuda/test_sort.py", "argsort": "tests/cuda/test_sort.py",
     "cumsum": "tests/cuda/test_sort.py",
@@ -61,14 +63,21 @@ def test_every_primitive_has_an_onnx_form_or_a_listed_refusal():
     assert set(NO_ONNX_FORM) <= set(REGISTRY)
 
 
+def ops_of(fn, *arrays) -> set[str]:
+    """The primitives of ``fn``'s graph on ``arrays`` and, for a floating result, of its gradient with respect to
+    every input."""
+    feeds = {f"x{i}": x for i, x in enumerate(arrays)}
+    graph = ag.trace(lambda **xs: ag.sum(fn(*xs.values())), **feeds)
+    gradient = graph.grad(wrt=list(feeds)) if graph.outputs[0].dtype.kind == "f" else graph
+    return {n.op for g in (graph, gradient) for n in g.nodes}
+
+
 def exercised_by_the_cases() -> set[str]:
-    """The primitives of the cases' graphs, forward and their gradients with respect to every input."""
-    rng, ops = np.random.default_rng(0), set()
-    for case, (fn, _, _) in CASES.items():
-        feeds = {f"x{i}": x for i, x in enumerate(inputs(case, rng, np.float64))}
-        graph = ag.trace(lambda **xs: ag.sum(fn(*xs.values())), **feeds)
-        ops |= {n.op for g in (graph, graph.grad(wrt=list(feeds))) for n in g.nodes}
-    return ops
+    """The primitives that the case tables reach: tests/core/test_primitives.py's and tests/ops/test_op_table.py's."""
+    rng = np.random.default_rng(0)
+    return (set().union(*(ops_of(CASES[case][0], *inputs(case, rng, np.float64)) for case in CASES))
+            | set().union(*(ops_of(row[0], SMOOTH) for row in UNARY.values()))
+            | set().union(*(ops_of(row[0], SMOOTH, SMOOTH[::-1]) for row in BINARY.values())))
 
 
 def test_every_primitive_has_a_case_on_both_devices():
