@@ -23,9 +23,8 @@ once per call) and ``Isend`` / ``Irecv`` of NumPy buffers returning requests wit
 ``wait(requests, what)`` the ring waits for its messages through it (attngraph's ``World.communicator``: a
 deadline, past which it raises naming the rank and the ring step), else on each request's ``Wait``, without a
 limit. Every rank must make the same calls in the same order, as the one compiled graph on each rank does; None is
-one process. The arrays are host (NumPy)
-arrays: on CUDA the blocks' kernels exist (``ops/cuda/attention.py``: ``attention_lse``,
-``attention_block_backward``) but no ring yet.
+one process. The ring works on host (NumPy) arrays; on CUDA (``ops/cuda/ring.py``) the same ring runs the
+CUDA block kernels through host memory (``kernel_table``).
 """
 import math
 
@@ -36,6 +35,7 @@ from ops.shapes import LAYOUTS
 
 SPLITS = ("contiguous", "zigzag")
 GRADIENTS = "backward (dK, dV)"         # the travelling gradients' messages and buffers
+BLOCKS = (attention_lse, attention_block_backward)      # one block's kernels, forward and backward, on host arrays
 
 
 def pieces(length: int, size: int, split: str = "contiguous") -> list[list[tuple[int, int]]]:
@@ -61,21 +61,22 @@ def merge(o, lse, o_block, lse_block):
     return o, lse
 
 
-def ring_attention(q, k, v, comm, causal=False, scale=None, layout="bhtd", split="contiguous"):
+def ring_attention(q, k, v, comm, causal=False, scale=None, layout="bhtd", split="contiguous", blocks=BLOCKS):
     """(o, L) of this rank's queries q over the keys k and values v of every rank (see the module's docstring);
-    q, k, v are this rank's shard (the same positions for the three), in ``attention``'s layouts."""
+    q, k, v are this rank's shard (the same positions for the three), in ``attention``'s layouts, host arrays;
+    ``blocks`` the block kernels (``BLOCKS``)."""
     ring = _Ring(comm, q, k, layout, split)
     o = np.zeros(q.shape[:-1] + v.shape[-1:], q.dtype)
     lse = np.full(q.shape[:-1], -np.inf, q.dtype)
     for step, (k_block, v_block) in ring.travel((k, v), "forward"):
         for rows, keys, diagonal in ring.pairs(step, causal):
-            merge(o[rows], lse[rows], *attention_lse(q[rows], k_block[keys], v_block[keys], None, diagonal, scale,
+            merge(o[rows], lse[rows], *blocks[0](q[rows], k_block[keys], v_block[keys], None, diagonal, scale,
                                                      None, layout))
     return o, lse
 
 
 def ring_attention_backward(g, o, lse, q, k, v, comm, causal=False, scale=None, layout="bhtd", split="contiguous",
-                            g_lse=None):
+                            g_lse=None, blocks=BLOCKS):
     """(dq, dk, dv) of this rank's shard for the output gradient g (and ``g_lse`` reaching L, if any), from
     ``ring_attention``'s (o, L)."""
     ring = _Ring(comm, q, k, layout, split)
@@ -86,7 +87,7 @@ def ring_attention_backward(g, o, lse, q, k, v, comm, causal=False, scale=None, 
         array[...] = 0
     for step, (k_block, v_block) in ring.travel((k, v), "backward"):
         for rows, keys, diagonal in ring.pairs(step, causal):
-            parts = attention_block_backward(g[rows], q[rows], k_block[keys], v_block[keys], lse[rows],
+            parts = blocks[1](g[rows], q[rows], k_block[keys], v_block[keys], lse[rows],
                                              delta[rows], None, diagonal, scale, None, layout)
             for total, part in zip((dq[rows], grads[0][keys], grads[1][keys]),
                                    unstack(parts, q[rows], k_block[keys], v_block[keys], layout)):
@@ -212,17 +213,21 @@ def _stacked(dq, dk, dv, layout):
     return grads
 
 
-def _ring_attention_kernel(q, k, v, *, comm, split, causal, scale, layout):
-    """The ``ring_attention`` primitive: o and L stacked on the features, (..., T, [H,] dv + 1)."""
-    o, lse = ring_attention(q, k, v, comm, causal, scale, layout, split)
-    return np.concatenate([o, lse[..., None]], axis=-1)
+def kernel_table(blocks=BLOCKS, to_host=np.asarray, to_device=np.asarray) -> dict:
+    """The primitives' kernels running the ring with the block kernels ``blocks``, their array arguments taken to
+    the host by ``to_host`` and their result given back by ``to_device`` (ops/cuda/ring.py: staged through host
+    memory). ``ring_attention``: o and L stacked on the features, (..., T, [H,] dv + 1); ``ring_attention_grad``:
+    dq, dk, dv stacked, from the stacked output y and its gradient g."""
+    def forward(q, k, v, *, comm, split, causal, scale, layout):
+        o, lse = ring_attention(*map(to_host, (q, k, v)), comm, causal, scale, layout, split, blocks)
+        return to_device(np.concatenate([o, lse[..., None]], axis=-1))
+
+    def backward(g, y, q, k, v, *, comm, split, causal, scale, layout):
+        g, y, q, k, v = map(to_host, (g, y, q, k, v))
+        grads = ring_attention_backward(g[..., :-1], y[..., :-1], y[..., -1], q, k, v, comm, causal, scale, layout,
+                                        split, g[..., -1], blocks)
+        return to_device(_stacked(*grads, layout))
+    return {"ring_attention": forward, "ring_attention_grad": backward}
 
 
-def _ring_attention_grad_kernel(g, y, q, k, v, *, comm, split, causal, scale, layout):
-    """The ``ring_attention_grad`` primitive: dq, dk, dv stacked, from the stacked output y and its gradient g."""
-    grads = ring_attention_backward(g[..., :-1], y[..., :-1], y[..., -1], q, k, v, comm, causal, scale, layout,
-                                    split, g[..., -1])
-    return _stacked(*grads, layout)
-
-
-KERNELS = {"ring_attention": _ring_attention_kernel, "ring_attention_grad": _ring_attention_grad_kernel}
+KERNELS = kernel_table()

@@ -4,6 +4,7 @@ attention forward and backward (2 and 3 ranks, both splits, causal or not, lengt
 primitive differentiates as ``scaled_dot_product_attention``; a GPT with ``context=`` matches the plain one; and
 on real MPI ranks (``mpiexec -n 2`` and ``-n 3``, tests/attention/ranks/ring.py) the same, the GPT included."""
 import collections
+import contextlib
 import math
 import queue
 import re
@@ -102,11 +103,23 @@ def test_the_gradient_of_the_log_sum_exp(rng):
 
 
 class ThreadWorld:
-    """A communicator of ``size`` ranks that are threads of this process (mpi4py's calls the ring makes)."""
+    """A communicator of ``size`` ranks that are threads of this process (mpi4py's calls the ring makes). One rank
+    runs at a time, the others waiting for a message or the barrier (numba's CUDA simulator runs one kernel at a
+    time)."""
 
     def __init__(self, size):
         self.size, self.boxes = size, collections.defaultdict(queue.Queue)
         self.barrier, self.gathered = threading.Barrier(size), [None] * size
+        self.running = threading.Lock()
+
+    @contextlib.contextmanager
+    def waiting(self):
+        """Let another rank run while this one waits."""
+        self.running.release()
+        try:
+            yield
+        finally:
+            self.running.acquire()
 
     def run(self, task):
         """task(comm) on every rank at once; their results in rank order (the first error raised)."""
@@ -114,7 +127,8 @@ class ThreadWorld:
 
         def rank(r):
             try:
-                results[r] = task(ThreadComm(self, r))
+                with self.running:
+                    results[r] = task(ThreadComm(self, r))
             except Exception as error:
                 errors.append(error)
                 self.barrier.abort()
@@ -139,11 +153,12 @@ class ThreadComm:
         return self.world.size
 
     def allgather(self, value):
-        self.world.barrier.wait()
-        self.world.gathered[self.rank] = value
-        self.world.barrier.wait()
-        gathered = list(self.world.gathered)
-        self.world.barrier.wait()
+        with self.world.waiting():
+            self.world.barrier.wait()
+            self.world.gathered[self.rank] = value
+            self.world.barrier.wait()
+            gathered = list(self.world.gathered)
+            self.world.barrier.wait()
         return gathered
 
     def Isend(self, buffer, dest, tag):
@@ -151,7 +166,7 @@ class ThreadComm:
         return Done()
 
     def Irecv(self, buffer, source, tag):
-        return Arrival(self.world.boxes[source, self.rank, tag], buffer)
+        return Arrival(self.world, self.world.boxes[source, self.rank, tag], buffer)
 
 
 class Done:
@@ -160,13 +175,21 @@ class Done:
 
 
 class Arrival:
-    def __init__(self, box, buffer):
-        self.box, self.buffer = box, buffer
+    def __init__(self, world, box, buffer):
+        self.world, self.box, self.buffer = world, box, buffer
 
     def Wait(self):
-        message = self.box.get(timeout=30)
+        with self.world.waiting():
+            message = self.box.get(timeout=30)
         assert message.shape == self.buffer.shape, (message.shape, self.buffer.shape)
         self.buffer[...] = message
+
+
+def shard_of(x, rank, size, split, layout):
+    """Rank ``rank``'s positions of x, one of this module's (B, H, T, ...) arrays, or (B, T, H, ...) for "bthd"."""
+    axis = 2 if layout == "bhtd" else 1
+    return np.take(x, np.concatenate([np.arange(a, b) for a, b in ring.pieces(x.shape[axis], size, split)[rank]]),
+                   axis)
 
 
 @pytest.mark.parametrize("layout", kernels.LAYOUTS)
@@ -178,10 +201,9 @@ def test_the_ring_equals_one_process(size, length, causal, split, layout, rng):
     o, lse = kernels.attention_lse(q, k, v, None, causal, layout=layout)
     whole = (o, lse) + ring.unstack(kernels.attention_backward(g, o, q, k, v, None, causal, layout=layout),
                                     q, k, v, layout)
-    axis = 2 if layout == "bhtd" else 1
 
     def shard(x, r):
-        return np.take(x, np.concatenate([np.arange(a, b) for a, b in ring.pieces(length, size, split)[r]]), axis)
+        return shard_of(x, r, size, split, layout)
 
     def task(comm):
         here = [shard(x, comm.Get_rank()) for x in (q, k, v, g)]
@@ -191,6 +213,27 @@ def test_the_ring_equals_one_process(size, length, causal, split, layout, rng):
     for r, got in enumerate(ThreadWorld(size).run(task)):
         for a, b in zip(got, whole):
             np.testing.assert_allclose(a, shard(b, r), **TOLERANCE)
+
+
+@pytest.mark.parametrize("layout", kernels.LAYOUTS)
+def test_the_primitives_kernels_on_each_device_equal_one_process(device, layout, rng):
+    """``ring_attention`` and ``ring_attention_grad`` as the executor calls them (device arrays), on 2 thread
+    ranks, causal, zigzag: on CUDA the ring runs the GPU's block kernels through host memory."""
+    q, k, v, g = (x[:1, :2, :, :4] for x in arrays(layout, 5, rng))
+    o, lse = kernels.attention_lse(q, k, v, None, True, layout=layout)
+    whole = (o, lse) + ring.unstack(kernels.attention_backward(g, o, q, k, v, None, True, layout=layout),
+                                    q, k, v, layout)
+
+    def task(comm):
+        here = [shard_of(x, comm.Get_rank(), 2, "zigzag", layout) for x in (q, k, v, g)]
+        attributes = dict(comm=comm, split="zigzag", causal=True, scale=0.5, layout=layout)
+        y = device.kernels["ring_attention"](*map(device.put, here[:3]), **attributes)
+        g_y = device.put(np.concatenate([here[3], np.zeros_like(here[3][..., :1])], axis=-1))
+        grads = device.get(device.kernels["ring_attention_grad"](g_y, y, *map(device.put, here[:3]), **attributes))
+        return (device.get(y)[..., :-1], device.get(y)[..., -1]) + ring.unstack(grads, *here[:3], layout)
+    for r, got in enumerate(ThreadWorld(2).run(task)):
+        for a, b in zip(got, whole):
+            np.testing.assert_allclose(a, shard_of(b, r, 2, "zigzag", layout), **TOLERANCE)
 
 
 def test_a_shard_of_the_wrong_length_is_refused(rng):
