@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ops.cpu.attention import heads_swap
+from ops.shapes import heads_swap
 
 from ..graph import Graph, Node
 from ..primitive import lookup
