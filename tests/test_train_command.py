@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from attngraph.cli import main
+from attngraph.render.dashboard import dashboard_html
 from attngraph.train.trainer import Trainer
 
 TINY_GPT = ["train", "gpt", "--tiny", "--batch", "4", "--steps", "6", "--checkpoint-every", "3"]
@@ -36,6 +37,16 @@ def test_a_tiny_model_trains_and_writes_a_demos_folder(capsys, tmp_path):
     assert [step for step, _ in losses(tmp_path)] == [1, 2, 3, 4, 5, 6]
     assert np.isfinite([loss for _, loss in losses(tmp_path)]).all()
     assert "step 6/6" in err
+
+
+def test_checkpoints_draw_the_attention_for_the_dashboard(capsys, tmp_path):
+    code, _, _ = train(capsys, *TINY_GPT, "--out", str(tmp_path))         # a checkpoint every 3 steps
+    assert code == 0
+    files = json.loads((tmp_path / "metrics.json").read_text())["files"]
+    assert [f for f in files if "-step" in f] == ["attention-0-step3.svg", "attention-0-step6.svg"]
+    assert "at step 3" in (tmp_path / "attention-0-step3.svg").read_text()
+    page = dashboard_html(tmp_path)
+    assert 0 < page.index("at step 3") < page.index("at step 6")
 
 
 def test_resume_repeats_the_uninterrupted_run(capsys, tmp_path, monkeypatch):

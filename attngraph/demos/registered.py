@@ -15,7 +15,8 @@ run's state is saved to OUT/checkpoint.npz; ``--resume`` continues from it to ``
 model and data settings (those of the checkpoint's model are checked), and the resumed run repeats the
 uninterrupted one (``Trainer``). The output folder gets what a demo's gets (``Run``): train.jsonl, loss.svg,
 metrics.json, graph.svg, and attention-N.svg, the attention maps of up to ``PICTURES`` modules on the first
-example of a batch.
+example of a batch; at every checkpoint the first module's map on that example is drawn too
+(attention-0-stepS.svg), which ``attngraph view OUT``'s dashboard shows in step order.
 """
 from __future__ import annotations
 
@@ -80,15 +81,15 @@ def train(run: Run, spec, model, data: Data, batch: int, lr: float, checkpoint_e
     """Train ``model`` (of ``spec``) on ``data`` in ``run`` (module docstring); returns the metrics."""
     steps = run.args.steps
     checkpoint = run.out / "checkpoint.npz"
+    example = data.batches(model, np.random.default_rng([run.seed, 2]), 1)
+    feeds = {k: v for k, v in example.items() if k in spec.inputs(model)}
     run.train(model, data.loss, Adam(model, lr=lr), lambda rng: data.batches(model, rng, batch),
               inputs=data.inputs, clip=1.0, schedule=CosineDecay(lr, steps, min(steps // 10, steps - 1), lr / 100),
               checkpoint_every=checkpoint_every, checkpoint_path=checkpoint, model_info=model_info,
-              resume=checkpoint if resume else None)
+              resume=checkpoint if resume else None, callbacks=[_snapshots(run, model, feeds, checkpoint_every)])
     run.trainer.save(checkpoint)
     run.path(checkpoint.name)
     model.eval()
-    example = data.batches(model, np.random.default_rng([run.seed, 2]), 1)
-    feeds = {k: v for k, v in example.items() if k in spec.inputs(model)}
     run.graph(trace(model, **spec.inputs(model)))
     _pictures(run, model, feeds)
     return run.finish(task=data.name, model=spec.name, config=model_info["config"],
@@ -96,16 +97,28 @@ def train(run: Run, spec, model, data: Data, batch: int, lr: float, checkpoint_e
                       extra={"batch": batch, "lr": lr})
 
 
-def _pictures(run: Run, model, feeds: dict) -> None:
-    """attention-N.svg: the maps of the first ``PICTURES`` attention modules with one map each on ``feeds``."""
+def _pictures(run: Run, model, feeds: dict, modules: int = PICTURES, suffix: str = "") -> None:
+    """attention-N{suffix}.svg: the maps of the first ``modules`` attention modules with one map each on ``feeds``."""
     maps = [(scope, value[0]) for scope, value in attention_maps(trace(model, **feeds), **feeds).items()
             if isinstance(value, np.ndarray) and value.ndim in (3, 4)]
-    for i, (scope, weights) in enumerate(maps[:PICTURES]):
+    for i, (scope, weights) in enumerate(maps[:modules]):
+        filename = f"attention-{i}{suffix}.svg"
         try:
-            run.heatmap(f"attention-{i}.svg", weights, range(weights.shape[-1]), range(weights.shape[-2]),
-                        title=f"{scope or 'model'}: attention")
+            run.heatmap(filename, weights, range(weights.shape[-1]), range(weights.shape[-2]),
+                        title=f"{scope or 'model'}: attention{suffix.replace('-step', ' at step ')}")
         except RenderError:
-            run.files.remove(f"attention-{i}.svg")
+            run.files.remove(filename)
+
+
+def _snapshots(run: Run, model, feeds: dict, every: int | None):
+    """A Trainer callback drawing the first attention module's map on ``feeds`` at every checkpoint (in
+    evaluation mode: no dropout), so that the dashboard shows attention over training."""
+    def snapshot(trainer, record) -> None:
+        if every and record["kind"] == "train" and trainer.step % every == 0:
+            mode = model.training
+            _pictures(run, model.eval(), feeds, modules=1, suffix=f"-step{trainer.step}")
+            model.train(mode)
+    return snapshot
 
 
 def _block(model) -> int:
