@@ -3,7 +3,7 @@ tests/render/test_overlay.py): the metrics of known decodings."""
 import numpy as np
 import pytest
 
-from attngraph.demos.captions import evaluate
+from attngraph.models.captions import evaluate
 
 
 def test_metrics_count_exact_captions_words_in_place_and_attention_on_the_shape():
