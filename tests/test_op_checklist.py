@@ -30,7 +30,7 @@ TESTED_ELSEWHERE = {
     "argmax": "tests/cuda/test_sort.py", "argmin": "tests/cuda/test_sort.py", "argsort": "tests/cuda/test_sort.py",
     "cumsum": "tests/cuda/test_sort.py",
     "arange": "tests/cuda/test_executor.py", "relative_distance": "tests/cuda/test_executor.py",
-    "cross_entropy": "tests/cuda/test_cross_entropy.py", "cross_entropy_grad": "tests/cuda/test_cross_entropy.py",
+    "cross_entropy": "tests/ops/test_cross_entropy.py", "cross_entropy_grad": "tests/ops/test_cross_entropy.py",
     "dropout": "tests/ops/test_dropout.py", "gather": "tests/ops/test_embedding.py",
     "scatter_add": "tests/ops/test_embedding.py", "fused": "tests/cuda/test_fused.py",
     "logical_not": "tests/cuda/test_elementwise.py", "logical_or": "tests/cuda/test_elementwise.py",
