@@ -255,9 +255,10 @@ def _abort_on_exception(kind, value, tb) -> None:
 
 @dataclass(frozen=True)
 class _Bucket:
-    """One fixed buffer and the gradients packed into it: (index in the gradient list, offset, shape)."""
+    """One fixed buffer, the indices (in the gradient list) of the gradients packed into it and their views of it."""
     buffer: np.ndarray
-    members: tuple[tuple[int, int, tuple], ...]
+    members: tuple[int, ...]
+    views: tuple[np.ndarray, ...]
 
 
 class GradientBuckets:
@@ -288,31 +289,32 @@ class GradientBuckets:
             self._add(pending)
 
     def _add(self, members: list) -> None:
-        offsets = np.cumsum([0] + [math.prod(shape) for _, shape, _ in members])
-        buffer = np.empty(int(offsets[-1]), members[0][2])
-        self.buckets.append(_Bucket(buffer, tuple((i, int(o), shape) for (i, shape, _), o in zip(members, offsets))))
+        offsets = np.cumsum([0] + [math.prod(shape) for _, shape, _ in members]).tolist()
+        buffer = np.empty(offsets[-1], members[0][2])
+        self.buckets.append(_Bucket(buffer, tuple(i for i, _, _ in members),
+                                    tuple(buffer[a:b].reshape(shape) for (_, shape, _), a, b in
+                                          zip(members, offsets[:-1], offsets[1:]))))
 
     def layout(self) -> list[list[int]]:
         """The gradient indices of each bucket, in order (for ``check_same`` and tests)."""
-        return [[i for i, _, _ in bucket.members] for bucket in self.buckets]
+        return [list(bucket.members) for bucket in self.buckets]
 
     def reduce(self, grads: Sequence, what: str) -> list:
-        """The sums over the ranks of ``grads`` (laid out as ``like``)."""
+        """The sums over the ranks of ``grads`` (laid out as ``like``): each bucket gathered by one
+        ``np.concatenate`` into its buffer and summed there in place."""
         if self.world.size == 1:
             return list(grads)
         self._check(grads)
+        devices = [None if g is None else backend_of(g) for g in grads]
         requests = []
-        for b, bucket in enumerate(self.buckets):
-            for i, offset, shape in bucket.members:
-                target = bucket.buffer[offset:offset + math.prod(shape)].reshape(shape)
-                np.copyto(target, backend_of(grads[i]).get(grads[i]))
+        for bucket in self.buckets:
+            np.concatenate([np.ravel(devices[i].get(grads[i])) for i in bucket.members], out=bucket.buffer)
             requests.append(self.world.comm.Iallreduce(self.world._mpi.IN_PLACE, bucket.buffer, op=self.world._mpi.SUM))
         self.world.wait(requests, f"{what} ({len(self.buckets)} buckets)")
         summed = list(grads)
         for bucket in self.buckets:
-            for i, offset, shape in bucket.members:
-                view = bucket.buffer[offset:offset + math.prod(shape)].reshape(shape)
-                summed[i] = view if backend_of(grads[i]).name == "cpu" else backend(backend_of(grads[i]).name).put(view)
+            for i, view in zip(bucket.members, bucket.views):
+                summed[i] = view if devices[i].name == "cpu" else backend(devices[i].name).put(view)
         return summed
 
     def _check(self, grads: Sequence) -> None:
