@@ -21,7 +21,8 @@ composed attention that modules trace into these primitives when nothing reads t
 
 ``ring_attention(q, k, v, comm, split, causal, scale, layout)`` is self-attention over a sequence split across
 the ranks of ``comm`` (a static attribute: an mpi4py-like communicator, or None for one process), q, k, v being
-this rank's shard (``ops/cpu/ring.py``; users call ``attngraph.attention.ring``). Its value stacks the output and
+this rank's shard (``ops/cpu/ring.py``; on CUDA ``ops/cuda/ring.py``, staged through host memory; users call
+``attngraph.attention.ring``). Its value stacks the output and
 each row's log-sum-exp L on the features, (..., T, dv + 1), so that its gradient node ``ring_attention_grad``
 has both (the backward needs L and walks the ring again) and takes a gradient reaching L into account.
 """
