@@ -1,5 +1,6 @@
-"""cumsum: the kernel and the op against torch 2.13's numbers, dtypes, accuracy on long rows, the reversed running
-sum as its gradient, and the errors of bad axes."""
+"""cumsum: the kernel on every device against NumPy (NaN, integers, booleans, both directions), the op against
+torch 2.13's numbers, dtypes, accuracy on long rows, the reversed running sum as its gradient, and the errors of
+bad axes."""
 import numpy as np
 import pytest
 
@@ -32,6 +33,18 @@ def test_bool_and_integers_are_summed_in_int64_as_torch():
     assert [o.dtype for o in out] == [np.int64, np.int64]
     np.testing.assert_array_equal(out[0], [1, 1, 2])
     np.testing.assert_array_equal(out[1], [2**31 - 1, 2**31])         # no int32 overflow
+
+
+@pytest.mark.parametrize("x", [np.array([[3.0, NAN, 1.0, 3.0, NAN]], np.float32),
+                               np.array([[2, 0, 2, 1, 0], [1, 1, 1, 1, 1]], np.int32),
+                               np.array([[True, False, True, True, False]])], ids=["nan", "ties", "bool"])
+def test_the_kernel_sums_floats_in_their_dtype_and_the_others_in_int64_both_ways(x, device):
+    wide = x.astype(np.float64 if x.dtype.kind == "f" else np.int64)
+    for reverse in (False, True):
+        got = device.get(device.kernels["cumsum"](device.put(x), reverse))
+        assert got.dtype == (x.dtype if x.dtype.kind == "f" else np.int64)
+        want = np.cumsum(wide[:, ::-1], -1)[:, ::-1] if reverse else np.cumsum(wide, -1)
+        np.testing.assert_array_equal(got, want)
 
 
 def test_the_kernel_runs_backwards_and_float32_rows_keep_their_accuracy(rng):

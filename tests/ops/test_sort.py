@@ -1,14 +1,17 @@
-"""argmax, argmin, sort and topk: the kernels and the ops against torch 2.13's numbers, their gradients, the
-errors of bad inputs, and their ONNX forms in onnxruntime."""
+"""argmax, argmin, sort and topk: the kernels on every device against NumPy's stable order (NaN the largest, ties
+by index, integers and booleans), the ops against torch 2.13's numbers, their gradients, a graph of them on "cuda"
+as on "cpu", the errors of bad inputs, and their ONNX forms in onnxruntime."""
 import numpy as np
 import pytest
 
 import attngraph as ag
 from attngraph.errors import ShapeError
 from attngraph.inspect import gradcheck
-from ops.cpu import sort
+from tests.cuda.test_executor import assert_same_on_both
 
 NAN, INF = np.nan, np.inf
+ROWS = np.array([[3.0, NAN, 1.0, 3.0, NAN], [-INF, 1.0, -0.0, 0.0, INF]], np.float32)
+TIES = np.array([[2, 0, 2, 1, 0], [1, 1, 1, 1, 1]], np.int32)
 X = np.array([3.0, NAN, 1.0, 3.0, NAN, -INF, 1.0, -0.0, 0.0, INF])
 # torch.sort(torch.tensor(X), stable=True, descending=...): (values, indices)
 TORCH_SORT = {False: ([-INF, -0.0, 0.0, 1.0, 1.0, 3.0, 3.0, INF, NAN, NAN], [5, 7, 8, 2, 6, 0, 3, 9, 1, 4]),
@@ -17,6 +20,30 @@ TORCH_SORT = {False: ([-INF, -0.0, 0.0, 1.0, 1.0, 3.0, 3.0, INF, NAN, NAN], [5, 
 
 def run(f, **feeds):
     return ag.trace(f, **feeds).compile()(**feeds)
+
+
+def stable_order(x, descending):
+    """The indices of each row's stable sort along the last axis, a NaN larger than any number."""
+    x = x.astype(np.float64)
+    nan = np.isnan(x)
+    key = np.where(nan, 0, -x if descending else x)
+    return np.lexsort((key, ~nan if descending else nan), axis=-1)
+
+
+def argsort(device, x, k, descending):
+    return device.get(device.kernels["argsort"](device.put(x), k, descending))
+
+
+@pytest.mark.parametrize("x", [ROWS, TIES, TIES > 0], ids=["nan", "ties", "bool"])
+def test_order_kernels_find_the_first_extreme_and_the_stable_order(x, device):
+    for name, numpy_arg in (("argmax", np.argmax), ("argmin", np.argmin)):        # NumPy's: the first NaN wins
+        got = device.get(device.kernels[name](device.put(x)))
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, numpy_arg(x, -1))
+    for k, descending in ((None, False), (None, True), (2, True), (0, False)):
+        got = argsort(device, x, k, descending)
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, stable_order(x, descending)[:, :k])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -30,12 +57,12 @@ def test_sort_is_torch_s_stable_sort_with_nan_the_largest(descending, dtype):
     np.testing.assert_array_equal(indices, want_indices)
 
 
-def test_the_kernel_agrees_with_numpy_s_stable_argsort_on_rows_with_many_ties(rng):
+def test_the_kernel_agrees_with_numpy_s_stable_argsort_on_rows_with_many_ties(device, rng):
     x = rng.integers(0, 4, (7, 33)).astype(np.float32)
-    np.testing.assert_array_equal(sort.argsort(x, 33, False), np.argsort(x, -1, kind="stable"))
-    descending = sort.argsort(x, 5, True)
+    np.testing.assert_array_equal(argsort(device, x, 33, False), np.argsort(x, -1, kind="stable"))
+    descending = argsort(device, x, 5, True)
     np.testing.assert_array_equal(descending, np.argsort(-x, -1, kind="stable")[:, :5])
-    np.testing.assert_array_equal(sort.argsort(x.astype(np.int32), 33, False), np.argsort(x, -1, kind="stable"))
+    np.testing.assert_array_equal(argsort(device, x.astype(np.int32), 33, False), np.argsort(x, -1, kind="stable"))
 
 
 def test_topk_picks_the_k_largest_or_smallest_in_order_ties_by_index():
@@ -155,3 +182,15 @@ def test_a_k_beyond_a_symbolic_axis_raises_when_the_graph_runs():
     graph = ag.trace(lambda x: ag.topk(x, 3), x=ag.Input((2, "T")))
     with pytest.raises(ValueError, match="the top 3 of an axis of size 2"):
         graph.compile()(x=np.zeros((2, 2), np.float32))
+
+
+@pytest.mark.parametrize("device", ["cuda"], indirect=True)
+def test_a_graph_of_the_order_ops_runs_forward_and_backward_on_cuda_as_on_the_cpu(device, rng):
+    def f(x, w):
+        top, at = ag.topk(x, 2)
+        return ag.sum(top * w) + ag.sum(ag.cumsum(ag.sort(x, 0, descending=True)[0], 1) * x) + \
+            ag.sum((ag.argmax(x, 1) - ag.argmin(x, 0)[:2]).astype(x.dtype)) + ag.sum(at.astype(x.dtype))
+
+    graph = ag.trace(f, x=ag.Input((2, 3)), w=ag.Input((2, 2)))
+    x, w = rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal((2, 2)).astype(np.float32)
+    assert_same_on_both(graph.grad(wrt=["x", "w"]), x=x, w=w)
