@@ -26,7 +26,7 @@ TESTED_ELSEWHERE = {
     "abs": "tests/cuda/test_new_ops.py", "clip": "tests/cuda/test_new_ops.py", "cos": "tests/cuda/test_new_ops.py",
     "sin": "tests/cuda/test_new_ops.py", "rsqrt": "tests/cuda/test_new_ops.py", "silu": "tests/cuda/test_new_ops.py",
     "logsumexp": "tests/cuda/test_new_ops.py",
-    "min": "tests/cuda/test_new_ops.py", "var": "tests/cuda/test_reduce.py",
+    "min": "tests/cuda/test_new_ops.py", "var": "tests/ops/test_reduce.py",
     "argmax": "tests/ops/test_sort.py", "argmin": "tests/ops/test_sort.py", "argsort": "tests/ops/test_sort.py",
     "cumsum": "tests/ops/test_scan.py",
     "arange": "tests/cuda/test_executor.py", "relative_distance": "tests/cuda/test_executor.py",

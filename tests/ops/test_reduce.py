@@ -1,4 +1,5 @@
-"""sum and max over axes against NumPy: every layout (trailing, leading, middle, scattered axes)."""
+"""sum, max and var over axes on every device against NumPy: every layout (trailing, leading, middle, scattered
+axes), rows longer than a block, empty axes, NaN, integers and booleans; on the CPU also copies and strided input."""
 import numpy as np
 import pytest
 
@@ -13,6 +14,7 @@ CASES = [
     ((2, 3, 4, 5), (1, 2)),
     ((3, 4, 5), (0, 1, 2)),     # all: 0-d
     ((3, 4, 5), ()),            # none: a copy
+    *(((3, 5, 11), axes) for axes in [(0,), (1,), (2,), (0, 2), (1, 2), (0, 1, 2), ()]),   # rows of 11 > 8 threads
     ((7,), (0,)),
     ((1, 1), (0,)),
     ((2, 600, 3), (1,)),        # more columns than a thread's block
@@ -26,14 +28,19 @@ def dtype(request):
     return request.param
 
 
+def reduced(device, name, x, *args):
+    """The device's reduction ``name`` of the host array ``x``, back on the host."""
+    return device.get(device.kernels[name](device.put(x), *args))
+
+
 @pytest.mark.parametrize("keepdims", [False, True])
 @pytest.mark.parametrize("shape, axes", CASES)
-def test_sum_and_max_match_numpy(shape, axes, keepdims, dtype, rng):
+def test_sum_and_max_match_numpy(shape, axes, keepdims, dtype, device, rng):
     x = rng.standard_normal(shape).astype(dtype)
-    s = reduce.sum(x, axes, keepdims)
+    s = reduced(device, "sum", x, axes, keepdims)
     assert isinstance(s, np.ndarray) and s.dtype == dtype and s.flags.c_contiguous
     np.testing.assert_allclose(s, x.sum(axis=axes, keepdims=keepdims), **TOL[dtype])
-    m = reduce.max(x, axes, keepdims)
+    m = reduced(device, "max", x, axes, keepdims)
     assert m.dtype == dtype
     np.testing.assert_array_equal(m, x.max(axis=axes, keepdims=keepdims) if axes else x)
 
@@ -43,19 +50,40 @@ def test_identity_is_a_copy():
     assert reduce.sum(x, (), False) is not x and not np.shares_memory(reduce.max(x, (), False), x)
 
 
-def test_empty_axis(dtype):
+def test_empty_axis(dtype, device):
     x = np.ones((3, 0, 2), dtype)
-    np.testing.assert_array_equal(reduce.sum(x, (1,), False), np.zeros((3, 2)))
-    assert reduce.sum(np.ones(0, dtype), (0,), False).shape == ()
+    np.testing.assert_array_equal(reduced(device, "sum", x, (1,), False), np.zeros((3, 2)))
+    np.testing.assert_array_equal(reduced(device, "sum", np.ones((0, 3), dtype), (0,), False), np.zeros(3))
+    assert reduced(device, "sum", np.ones(0, dtype), (0,), False).shape == ()
     with pytest.raises(ValueError, match="empty axis"):
-        reduce.max(x, (1,), False)
+        device.kernels["max"](device.put(x), (1,), False)
 
 
 @pytest.mark.parametrize("axes", [(0,), (1,)])
-def test_max_propagates_nan(axes, dtype):
+def test_max_propagates_nan(axes, dtype, device):
     x = np.arange(12, dtype=dtype).reshape(3, 4)
     x[1, 2] = np.nan
-    np.testing.assert_array_equal(reduce.max(x, axes, False), x.max(axis=axes))
+    np.testing.assert_array_equal(reduced(device, "max", x, axes, False), x.max(axis=axes))
+
+
+def test_max_propagates_nan_and_finds_negative_maxima(device):
+    x = np.full((2, 9), -5.0)
+    x[0, 7], x[1, 3] = np.nan, -1.0
+    np.testing.assert_array_equal(reduced(device, "max", x, (1,), False), [np.nan, -1.0])
+    np.testing.assert_array_equal(reduced(device, "max", x, (0,), False)[[3, 7]], [-1.0, np.nan])
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")      # the CUDA simulator's NumPy scalars warn at s / 0
+@pytest.mark.parametrize("axes, correction", [((1,), 1), ((0, 2), 0), ((1,), 5), ((), 1)], ids=str)
+def test_var_divides_by_n_minus_the_correction_with_inf_where_n_is_at_most_it(axes, correction, dtype, device, rng):
+    x = rng.standard_normal((3, 5, 4)).astype(dtype)
+    n = int(np.prod([x.shape[a] for a in axes]))
+    squares = ((x.astype(np.float64) - x.mean(axes, keepdims=True)) ** 2).sum(axes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = squares / max(0, n - correction)
+    got = reduced(device, "var", x, axes, correction, False)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, want, **TOL[dtype])
 
 
 def test_non_contiguous_input(rng):
@@ -65,12 +93,17 @@ def test_non_contiguous_input(rng):
 
 @pytest.mark.parametrize("axes", [(0,), (1,), (0, 1), ()], ids=str)
 @pytest.mark.parametrize("int_dtype", [np.int8, np.int32, np.uint8, np.bool_], ids=lambda d: np.dtype(d).name)
-def test_integers_and_bools(int_dtype, axes):
+def test_integers_and_bools(int_dtype, axes, device):
     """max keeps the dtype (the extremes included); sums are int64, as torch.sum and np.sum on 64-bit Linux."""
     x = np.array([[0, 1, 5], [3, 2, 1]], int_dtype)
     if int_dtype != np.bool_:
         x[0, 0], x[1, 2] = np.iinfo(int_dtype).min, np.iinfo(int_dtype).max
-    m, s = reduce.max(x, axes, False), reduce.sum(x, axes, False)
+    m, s = reduced(device, "max", x, axes, False), reduced(device, "sum", x, axes, False)
     assert m.dtype == int_dtype and s.dtype == np.int64
     np.testing.assert_array_equal(m, x.max(axis=axes) if axes else x)
     np.testing.assert_array_equal(s, x.sum(axis=axes, dtype=np.int64))
+
+
+def test_integer_sums_of_rows_longer_than_a_block(device, rng):
+    x = rng.integers(-5, 5, (4, 13))
+    np.testing.assert_array_equal(reduced(device, "sum", x, (1,), False), x.sum(1))
