@@ -11,7 +11,7 @@ from attngraph.core.primitive import REGISTRY
 from attngraph.export.onnx import CONVERTERS, NO_ONNX_FORM
 from ops.cpu import elementwise
 from tests.core.test_primitives import CASES, inputs
-from tests.ops.test_op_table import BINARY, SMOOTH, UNARY
+from tests.ops.test_op_table import BINARY, BITWISE, DIVISION, INTS, SMOOTH, UNARY
 
 ROOT = Path(__file__).parents[1]
 BACKWARD = {name for name, reason in NO_ONNX_FORM.items() if reason.startswith("a backward op")}
@@ -77,7 +77,8 @@ def exercised_by_the_cases() -> set[str]:
     rng = np.random.default_rng(0)
     return (set().union(*(ops_of(CASES[case][0], *inputs(case, rng, np.float64)) for case in CASES))
             | set().union(*(ops_of(row[0], SMOOTH) for row in UNARY.values()))
-            | set().union(*(ops_of(row[0], SMOOTH, SMOOTH[::-1]) for row in BINARY.values())))
+            | set().union(*(ops_of(row[0], SMOOTH, SMOOTH[::-1]) for row in (*BINARY.values(), *DIVISION.values())))
+            | set().union(*(ops_of(row[0], INTS, INTS[::-1]) for row in BITWISE.values())) | ops_of(lambda a: ~a, INTS))
 
 
 def test_every_primitive_has_a_case_on_both_devices():

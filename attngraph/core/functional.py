@@ -26,7 +26,8 @@ __all__ = [   # what ``import attngraph`` exports: the ops users call, and Tenso
     "floor", "ceil", "round", "trunc", "sign", "isnan", "isinf", "isfinite", "tan", "asin", "acos", "atan", "atan2",
     "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "expm1", "log1p", "logaddexp", "copysign",
     "lerp", "leaky_relu", "elu", "celu", "selu", "mish", "hardswish", "hardsigmoid", "softsign", "logsigmoid",
-    "quick_gelu",
+    "quick_gelu", "floor_divide", "remainder", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+    "left_shift", "right_shift",
     "sum", "mean", "max", "min", "logsumexp", "var", "std", "argmax", "argmin", "sort", "topk", "cumsum",
     "reshape", "transpose", "swapaxes", "broadcast_to", "expand_dims", "unsqueeze", "squeeze", "flatten", "moveaxis",
     "concat", "stack", "split", "take", "tril", "triu", "one_hot", "arange", "relative_distance", "embedding",
@@ -93,13 +94,49 @@ def _binary(op):
     return apply
 
 
-add, sub, mul, div = _binary("add"), _binary("sub"), _binary("mul"), _binary("div")
+add, sub, mul = _binary("add"), _binary("sub"), _binary("mul")
 pow, maximum, minimum = _binary("pow"), _binary("maximum"), _binary("minimum")
 equal, not_equal = _binary("equal"), _binary("not_equal")
 less, less_equal, greater, greater_equal = (_binary("less"), _binary("less_equal"), _binary("greater"),
                                             _binary("greater_equal"))
 logical_and, logical_or = _binary("logical_and"), _binary("logical_or")
 atan2, logaddexp, copysign = _binary("atan2"), _binary("logaddexp"), _binary("copysign")
+floor_divide, remainder, fmod = _binary("floor_divide"), _binary("remainder"), _binary("fmod")
+left_shift, right_shift = _binary("left_shift"), _binary("right_shift")
+
+
+def div(a, b, rounding_mode: str | None = None):
+    """a / b, as torch.div: true division (integers divide in float32, or in the other operand's float dtype);
+    ``rounding_mode="trunc"`` rounds the quotient toward 0, ``"floor"`` down (``floor_divide``, ``//``)."""
+    a, b = lift_scalars("div", a, b)
+    if rounding_mode == "floor":
+        return floor_divide(a, b)
+    if rounding_mode == "trunc":        # integers: a − fmod(a, b) is an exact multiple of b
+        return floor_divide(a - fmod(a, b), b) if as_node(a).dtype.kind in "iu" else trunc(emit("div", a, b))
+    if rounding_mode is not None:
+        raise ValueError(f"div's rounding_mode must be None, 'trunc' or 'floor', not {rounding_mode!r} "
+                         f"(at {user_source()})")
+    dtypes = [as_node(x).dtype for x in (a, b)]
+    floating = next((d for d in dtypes if d.kind == "f"), np.dtype(np.float32))
+    return emit("div", *(astype(x, floating) for x in (a, b)))
+
+
+def _bitwise(op: str, boolean: str):
+    """``op`` on integer tensors, ``boolean`` (a logical op) on bool ones, as PyTorch's &, |, ^."""
+    def apply(a, b):
+        a, b = lift_scalars(op, a, b)
+        return emit(boolean if as_node(a).dtype == as_node(b).dtype == np.bool_ else op, a, b)
+    apply.__name__ = op
+    return apply
+
+
+bitwise_and, bitwise_or = _bitwise("bitwise_and", "logical_and"), _bitwise("bitwise_or", "logical_or")
+bitwise_xor = _bitwise("bitwise_xor", "not_equal")
+
+
+def bitwise_not(x):
+    """~x: −x − 1 on integers, logical not on bool."""
+    return emit("logical_not" if as_node(x).dtype == np.bool_ else "bitwise_not", x)
 
 
 def neg(x): return emit("neg", x)
@@ -946,7 +983,12 @@ class Tensor:
     __radd__, __rsub__, __rmul__ = _reflected(add), _reflected(sub), _reflected(mul)
     __rtruediv__, __rpow__, __rmatmul__ = _reflected(div), _reflected(pow), _reflected(matmul)
     __lt__, __le__, __gt__, __ge__ = less, less_equal, greater, greater_equal
-    __and__, __or__, __invert__, __neg__ = logical_and, logical_or, logical_not, neg
+    __floordiv__, __mod__, __rfloordiv__, __rmod__ = floor_divide, remainder, _reflected(floor_divide), \
+        _reflected(remainder)
+    __and__, __or__, __xor__, __invert__, __neg__ = bitwise_and, bitwise_or, bitwise_xor, bitwise_not, neg
+    __rand__, __ror__, __rxor__ = _reflected(bitwise_and), _reflected(bitwise_or), _reflected(bitwise_xor)
+    __lshift__, __rshift__, __rlshift__, __rrshift__ = left_shift, right_shift, _reflected(left_shift), \
+        _reflected(right_shift)
     __getitem__ = index
     T = property(transpose)
     mT = property(lambda self: swapaxes(self, -1, -2))

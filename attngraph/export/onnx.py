@@ -302,6 +302,23 @@ def _atan2(b, node, y, x):
     return b.op("Where", b.op("Less", x, b.scalar(0, node.dtype)), b.op("Add", angle, pi), angle)
 
 
+def _divisions(b, node, x, y):
+    """(fmod, the remainder with y's sign, x // y) from ONNX's Mod(fmod=1): the remainder gains y and the
+    quotient (x − fmod)/y, exact, loses 1 where fmod ≠ 0 and its sign is not y's. An integer y of 0 is read as 1
+    and its results made 0 (attngraph's; integer Mod and Div by 0 are undefined in onnxruntime)."""
+    zero = b.scalar(0, node.dtype)
+    integer = node.dtype.kind in "iu"
+    divisor = b.op("Where", b.op("Equal", y, zero), b.scalar(1, node.dtype), y) if integer else y
+    fmod = b.op("Mod", x, divisor, fmod=1)
+    off = b.op("And", b.op("Not", b.op("Equal", fmod, zero)),
+               b.op("Xor", b.op("Less", fmod, zero), b.op("Less", divisor, zero)))
+    remainder = b.op("Where", off, b.op("Add", fmod, divisor), fmod)
+    quotient = b.op("Sub", b.op("Div", b.op("Sub", x, fmod), divisor), b.cast(off, node.dtype))
+    if integer:
+        return tuple(b.op("Where", b.op("Equal", y, zero), zero, v) for v in (fmod, remainder, quotient))
+    return fmod, remainder, b.op("Where", b.op("Equal", y, zero), b.op("Div", x, y), b.op("Round", quotient))
+
+
 def _max_pool2d(b, node, x, *, kernel, stride):
     """MaxPool, NaN where the window holds a NaN as attngraph's (onnxruntime's MaxPool skips NaN): a MaxPool of
     IsNaN picks those windows out."""
@@ -444,6 +461,12 @@ CONVERTERS: dict[str, Callable] = {
     "copysign": lambda b, node, x, y: b.op("Where", b.op("Less", y, b.scalar(0, node.dtype)),
                                            b.op("Neg", b.op("Abs", x)), b.op("Abs", x)),
     "atan2": _atan2,
+    "fmod": lambda b, node, x, y: _divisions(b, node, x, y)[0],
+    "remainder": lambda b, node, x, y: _divisions(b, node, x, y)[1],
+    "floor_divide": lambda b, node, x, y: _divisions(b, node, x, y)[2],
+    **{op: _simple(op_type) for op, op_type in [
+        ("bitwise_and", "BitwiseAnd"), ("bitwise_or", "BitwiseOr"), ("bitwise_xor", "BitwiseXor"),
+        ("bitwise_not", "BitwiseNot")]},
     "not_equal": lambda b, node, x, y: b.op("Not", b.op("Equal", x, y)),
     "astype": lambda b, node, x, dtype: b.cast(x, dtype),
     "dropout": lambda b, node, x, seed, p, key: b.op("Identity", x),
@@ -489,6 +512,7 @@ NO_ONNX_FORM: dict[str, str] = {
                     "a backward op: export the forward graph, not graph.grad()"),
     "fused": "the exporter unfuses it first; a graph holding one was not made by the compiler",
     "ring_attention": "attention split over MPI ranks; export the model with scaled_dot_product_attention",
+    **dict.fromkeys(("left_shift", "right_shift"), "ONNX's BitShift takes unsigned integers only"),
 }
 """The primitives refused, each with the reason the error gives: every primitive has a converter or a line here
 (tests/test_op_checklist.py)."""

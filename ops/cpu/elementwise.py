@@ -335,6 +335,67 @@ def copysign(a, b):
     return math.copysign(a, b)
 
 
+@NanQuiet
+def floor_divide(a, b):
+    """⌊a / b⌋, as Python's // and torch.floor_divide: floats from fmod, exact (7.5 // 0 is inf, 0 // 0 NaN); an
+    integer divided by 0 gives 0 (PyTorch raises ZeroDivisionError)"""
+    return a // b
+
+
+@NanQuiet
+def remainder(a, b):
+    """a − b⌊a / b⌋, with the sign of b, as Python's % and torch.remainder (NaN at b = 0 for floats, 0 for
+    integers)"""
+    return a % b
+
+
+@NanQuiet
+def fmod(a, b):
+    """a − b·trunc(a / b), with the sign of a, as C's fmod and torch.fmod (NaN at b = 0 for floats, 0 for
+    integers)"""
+    if type(a)(0.5) != 0:       # a float type: numba compiles both branches for each type and drops the other
+        return type(a)(np.fmod(a, b))
+    r = a % b
+    return r - b if r != 0 and (r < 0) != (a < 0) else r
+
+
+@Elementwise
+def bitwise_and(a, b):
+    """a & b on integers"""
+    return a & b
+
+
+@Elementwise
+def bitwise_or(a, b):
+    """a | b on integers"""
+    return a | b
+
+
+@Elementwise
+def bitwise_xor(a, b):
+    """a ^ b on integers"""
+    return a ^ b
+
+
+@Elementwise
+def bitwise_not(a):
+    """~a on integers (−a − 1 for signed ones)"""
+    return ~a
+
+
+@Elementwise
+def left_shift(a, b):
+    """a << b wrapping round a's dtype, 0 where b < 0 or b ≥ the dtype's width, as torch's <<"""
+    return type(a)(np.int64(a) << np.int64(b)) if 0 <= b < 64 else a - a
+
+
+@Elementwise
+def right_shift(a, b):
+    """a >> b (arithmetic: the sign fills in), the sign alone (0 or −1) where b < 0 or b ≥ the dtype's width, as
+    torch's >>"""
+    return type(a)(np.int64(a) >> np.int64(b if 0 <= b < 64 else 63))
+
+
 @Elementwise
 def abs(x):
     """|x| (|-0| = 0), NaN stays NaN"""

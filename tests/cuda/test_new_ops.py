@@ -10,7 +10,7 @@ from ops.cuda import elementwise as cuda
 from ops.cuda import reduce as cuda_reduce
 from tests.cuda.conftest import host, on_device
 from tests.cuda.test_executor import assert_same_on_both
-from tests.ops.test_op_table import BINARY, UNARY, X
+from tests.ops.test_op_table import BINARY, BITWISE, DIVISION, INTS, UNARY, X
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -93,3 +93,20 @@ def test_every_tabled_binary_op_broadcasts_forward_and_backward_as_on_the_cpu(na
     a, b = X[::2, None].astype(np.float32), X[1::2].astype(np.float32)
     graph = ag.trace(lambda a, b: ag.sum(fn(a, b)), a=ag.Input(a.shape), b=ag.Input(b.shape))
     assert_same_on_both(graph.grad(wrt=["a", "b"]), a=a, b=b)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")      # the simulator's NumPy scalars warn at x / 0
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+@pytest.mark.parametrize("name", DIVISION)
+def test_every_division_op_broadcasts_as_on_the_cpu(name, dtype):
+    values = X[np.isfinite(X)] if dtype == np.float32 else INTS
+    a, b = values[::2, None].astype(dtype), values[1::2].astype(dtype)
+    assert_same_on_both(ag.trace(DIVISION[name][0], a=ag.Input(a.shape, dtype), b=ag.Input(b.shape, dtype)), a=a, b=b)
+
+
+@pytest.mark.parametrize("name", BITWISE)
+def test_every_bitwise_op_and_shift_broadcasts_as_on_the_cpu(name):
+    a, b = INTS[:, None].astype(np.int32), np.array([-1, 0, 3, 31, 40], np.int32)
+    graph = ag.trace(lambda a, b: (BITWISE[name][0](a, b), ~a), a=ag.Input(a.shape, "int32"),
+                     b=ag.Input(b.shape, "int32"))
+    assert_same_on_both(graph, a=a, b=b)

@@ -12,7 +12,7 @@ import attngraph as ag
 from attngraph.core.passes import optimize
 from attngraph.errors import BindingError
 from attngraph.export import ExportError, export_onnx, to_onnx
-from tests.ops.test_op_table import BINARY, UNARY, X
+from tests.ops.test_op_table import BINARY, BITWISE, DIVISION, INTS, UNARY, X
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -277,3 +277,14 @@ def test_every_op_of_the_table_exports_to_onnxruntime(name, matches):
     fn, _, points = UNARY[name]
     x = (X[np.isfinite(X)] if points is None else points).astype(np.float32)
     matches(ag.trace(fn, x=ag.Input(x.shape)), dict(x=x))
+
+
+@pytest.mark.parametrize("name, dtype", [*((n, d) for n in DIVISION for d in (np.float32, np.int32)),
+                                         *((n, np.int32) for n in BITWISE if "shift" not in n)])
+def test_every_division_and_bitwise_op_exports_to_onnxruntime(name, dtype, matches):
+    """Every sign pair, a zero divisor included (IEEE's x / 0 for floats, 0 for integers)."""
+    fn = {**DIVISION, **BITWISE}[name][0]
+    values = np.array([-7.5, -2.0, -0.5, 0.0, 0.5, 3.0, 7.5]) if dtype == np.float32 else INTS
+    a, b = values[:, None].astype(dtype), values.astype(dtype)
+    matches(ag.trace(lambda a, b: (fn(a, b), ~a) if name in BITWISE else fn(a, b), a=ag.Input(a.shape, dtype),
+                     b=ag.Input(b.shape, dtype)), dict(a=a, b=b))

@@ -194,6 +194,106 @@ def test_float_ops_refuse_integer_tensors():
             run(op, np.array([1, 2], np.int32))
 
 
+# name: (the op, its reference: NumPy's function, which wraps integers round their dtype as PyTorch does)
+DIVISION = {
+    "floor_divide": (lambda a, b: a // b, np.floor_divide),
+    "remainder": (lambda a, b: a % b, np.remainder),
+    "fmod": (ag.fmod, np.fmod),
+    "div_trunc": (lambda a, b: ag.div(a, b, rounding_mode="trunc"),
+                  lambda a, b: np.trunc(a / b) if a.dtype.kind == "f" else (a - np.fmod(a, b)) // b),
+    "div_floor": (lambda a, b: ag.div(a, b, rounding_mode="floor"), np.floor_divide),
+}
+BITWISE = {
+    "bitwise_and": (lambda a, b: a & b, np.bitwise_and),
+    "bitwise_or": (lambda a, b: a | b, np.bitwise_or),
+    "bitwise_xor": (lambda a, b: a ^ b, np.bitwise_xor),
+    "left_shift": (lambda a, b: a << b, np.left_shift),
+    "right_shift": (lambda a, b: a >> b, np.right_shift),
+}
+INTS = np.array([-2**31, -7, -2, -1, 0, 1, 2, 7, 2**31 - 1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", DIVISION)
+def test_division_of_floats_over_every_pair_of_edge_values_is_pythons(name, dtype):
+    """floor division and remainder as Python's // and % (NumPy's), fmod and trunc as C's; x / 0 is IEEE's."""
+    fn, ref = DIVISION[name]
+    a, b = X.astype(dtype)[:, None], X.astype(dtype)
+    with np.errstate(all="ignore"):
+        want = ref(a, b)
+    assert_matches(run(fn, a, b), want, dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8, np.uint8])
+@pytest.mark.parametrize("name", DIVISION)
+def test_division_of_integers_keeps_the_dtype_and_gives_0_for_a_zero_divisor(name, dtype):
+    fn, ref = DIVISION[name]
+    ints = np.unique(INTS.astype(dtype))
+    a, b = ints[:, None], ints
+    with np.errstate(all="ignore"):
+        want = np.where(b == 0, 0, ref(a, np.where(b == 0, 1, b))).astype(dtype)
+    got = run(fn, a, b)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_division_examples_as_pytorch():
+    a, b = np.array([-7, 7, -7, 7], np.int64), np.array([2, 2, -2, -2], np.int64)
+    assert run(lambda a, b: a // b, a, b).tolist() == [-4, 3, 3, -4]
+    assert run(lambda a, b: a % b, a, b).tolist() == [1, 1, -1, -1]
+    assert run(ag.fmod, a, b).tolist() == [-1, 1, -1, 1]
+    assert run(lambda a, b: ag.div(a, b, rounding_mode="trunc"), a, b).tolist() == [-3, 3, 3, -3]
+    true = run(lambda a, b: a / b, a, b)
+    assert true.dtype == np.float32 and true.tolist() == [-3.5, 3.5, 3.5, -3.5]
+    assert run(lambda a: 7 // a + 7 % a, np.array([-2.0, 3.0])).tolist() == [-4.0 - 1.0, 2.0 + 1.0]
+    with pytest.raises(ValueError, match="rounding_mode"):
+        run(lambda a, b: ag.div(a, b, rounding_mode="round"), a, b)
+    with pytest.raises(TypeError, match="integer dtype"):
+        run(lambda a, b: a // b, a > 0, b > 0)
+
+
+@pytest.mark.parametrize("name", ["remainder", "fmod"])
+def test_remainder_and_fmod_gradients_pass_gradcheck_and_are_pytorchs(name):
+    """d/da = 1, d/db = −⌊a/b⌋ (remainder) or −trunc(a/b) (fmod), as PyTorch's; floor division has none."""
+    fn = DIVISION[name][0]
+    gradcheck(lambda a, b: ag.sum(fn(a, b) * np.array([1.0, -0.5])), np.array([[-1.3], [0.4], [2.3]]),
+              np.array([0.7, -2.2])).raise_if_failed()
+    _, (da, db) = ag.value_and_grad(lambda a, b: ag.sum(fn(a, b)), argnums=(0, 1))(
+        np.array([5.0, -5.0, 2.0]), np.array([3.0, 3.0, -0.7]))
+    assert da.tolist() == [1.0, 1.0, 1.0]
+    assert db.tolist() == {"remainder": [-1.0, 2.0, 3.0], "fmod": [-1.0, 1.0, 2.0]}[name]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64])
+@pytest.mark.parametrize("name", BITWISE)
+def test_bitwise_ops_and_in_range_shifts_broadcast_as_numpy(name, dtype):
+    fn, ref = BITWISE[name]
+    a = np.unique(INTS.astype(dtype))[:, None]
+    b = np.arange(np.iinfo(dtype).bits, dtype=dtype) if "shift" in name else np.unique(INTS.astype(dtype))
+    got = run(fn, a, b)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, ref(a, b))
+    np.testing.assert_array_equal(run(lambda x: ~x, a), np.invert(a))
+
+
+def test_shifts_beyond_the_width_or_negative_and_bool_operators_are_pytorchs():
+    a = np.array([5, -5, 7, -8, 1, -1], np.int32)
+    by = np.array([31, 31, 32, -1, 40, 33], np.int32)
+    assert run(lambda a, b: a << b, a, by).tolist() == [-2**31, -2**31, 0, 0, 0, 0]
+    assert run(lambda a, b: a >> b, a, by).tolist() == [0, -1, 0, -1, 0, -1]
+    assert run(lambda a, b: a << b, np.array([200, 3], np.uint8), np.array([1, 9], np.uint8)).tolist() == [144, 0]
+    p, q = np.array([True, True, False, False]), np.array([True, False, True, False])
+    assert [r.tolist() for r in run(lambda p, q: (p & q, p | q, p ^ q, ~p), p, q)] == [
+        [True, False, False, False], [True, True, True, False], [False, True, True, False], [False, False, True, True]]
+    assert run(lambda x: x & 6 | 1, np.array(13, np.int16)).tolist() == 5            # 0-d, Python ints
+    assert run(lambda x: x ^ 1, np.zeros((2, 0), np.int32)).shape == (2, 0)
+    for op in (lambda x: x & x, lambda x: ~x, lambda x: x << x):
+        with pytest.raises(TypeError, match="integer"):
+            run(op, np.array([1.0]))
+    with pytest.raises(TypeError, match="uint64"):
+        run(lambda x: x >> x, np.array([1], np.uint64))
+
+
 # elementwise functions of the API older than this table, tested in tests/ops/test_elementwise.py and test_new_ops.py
 EARLIER = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "equal", "not_equal", "less", "less_equal",
            "greater", "greater_equal", "logical_and", "logical_or", "neg", "exp", "log", "sqrt", "tanh", "sigmoid",
@@ -211,7 +311,7 @@ def elementwise_only(fn, arity: int) -> bool:
 
 
 def test_every_elementwise_function_of_the_api_has_a_row():
-    rows = set(UNARY) | set(BINARY) | EARLIER
+    rows = set(UNARY) | set(BINARY) | set(DIVISION) | set(BITWISE) | {"bitwise_not"} | EARLIER
     missing = [name for name in functional.__all__ if name != "Tensor" and name not in rows and
                any(elementwise_only(getattr(ag, name), arity) for arity in (1, 2, 3))]
     assert missing == [], "add a row to UNARY or BINARY"

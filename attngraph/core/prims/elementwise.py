@@ -104,6 +104,21 @@ def no_bool(rule, hint: str):
     return checked
 
 
+def integer_elementwise(*nodes):
+    """Broadcast shapes, one integer dtype (the functional API sends booleans to the logical ops)."""
+    if any(n.dtype.kind not in "iu" for n in nodes):
+        raise TypeError("bitwise ops take integer tensors (ag.logical_and, logical_or, not_equal and logical_not "
+                        f"take booleans), not {' and '.join(sorted({str(n.dtype) for n in nodes}))}")
+    return elementwise(*nodes)
+
+
+def shift_rule(a, b):
+    """Shifts compute in int64, so uint64, whose top bit int64 cannot hold, is refused."""
+    if a.dtype == np.uint64:
+        raise TypeError("shifts take integer tensors of up to 63 value bits; cast uint64 to int64")
+    return integer_elementwise(a, b)
+
+
 def where_rule(cond, a, b):
     if cond.dtype != np.bool_:
         raise TypeError(f"where's condition must be boolean, not {cond.dtype}")
@@ -186,6 +201,16 @@ define("sign", no_bool(lambda x: (x.shape, x.dtype), "x itself"), elementwise=Tr
        differentiable=False)
 for name in ("isnan", "isinf", "isfinite"):
     define(name, lambda x: (x.shape, np.dtype(bool)), elementwise=True, flops=per_element(1), differentiable=False)
+define("floor_divide", no_bool(elementwise, "an integer dtype"), elementwise=True, flops=per_element(2),
+       differentiable=False)      # piecewise constant: PyTorch implements no derivative
+define("remainder", no_bool(elementwise, "an integer dtype"), elementwise=True, flops=per_element(2),
+       vjp=lambda g, y, a, b: (g, -g * F.floor_divide(a, b)))
+define("fmod", no_bool(elementwise, "an integer dtype"), elementwise=True, flops=per_element(2),
+       vjp=lambda g, y, a, b: (g, -g * F.div(a, b, rounding_mode="trunc")))
+for name in ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"):
+    define(name, integer_elementwise, elementwise=True, flops=per_element(1), differentiable=False)
+for name in ("left_shift", "right_shift"):
+    define(name, shift_rule, elementwise=True, flops=per_element(1), differentiable=False)
 define("where", where_rule, elementwise=True, flops=per_element(1),
        vjp=lambda g, y, c, a, b: (None, F.where(c, g, 0.0), F.where(c, 0.0, g)))
 define("astype", lambda x, dtype: (x.shape, np.dtype(dtype)), elementwise=True,
