@@ -32,7 +32,7 @@ TESTED_ELSEWHERE = {
     "arange": "tests/cuda/test_executor.py", "relative_distance": "tests/cuda/test_executor.py",
     "cross_entropy": "tests/ops/test_cross_entropy.py", "cross_entropy_grad": "tests/ops/test_cross_entropy.py",
     "dropout": "tests/ops/test_dropout.py", "gather": "tests/ops/test_embedding.py",
-    "scatter_add": "tests/ops/test_embedding.py", "fused": "tests/cuda/test_fused.py",
+    "scatter_add": "tests/ops/test_embedding.py", "fused": "tests/ops/test_fused.py",
     "logical_not": "tests/cuda/test_elementwise.py", "logical_or": "tests/cuda/test_elementwise.py",
     "not_equal": "tests/cuda/test_elementwise.py",
     "conv2d": "tests/cuda/test_conv.py", "conv2d_input_grad": "tests/cuda/test_conv.py",

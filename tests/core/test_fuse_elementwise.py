@@ -1,5 +1,5 @@
 """The elementwise fusion pass and its generated kernels: which ops it groups, and that a fused graph computes
-what the unfused one does bit for bit, forward and backward (CUDA: tests/cuda/test_fused.py)."""
+what the unfused one does bit for bit, forward and backward (every device: tests/ops/test_fused.py)."""
 import collections
 import os
 import subprocess
