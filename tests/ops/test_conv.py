@@ -1,6 +1,7 @@
 """conv2d, conv1d (causal too), max and average pooling: values and gradients against PyTorch's (numbers stored
-from torch 2.13) and against a NumPy reference of the definition, float64 gradient checks, and the errors of bad
-inputs. Shapes stay 4-D so that each kernel compiles once per dtype."""
+from torch 2.13) and against a NumPy reference of the definition, the kernels and graphs of them (to second order)
+on every device, float64 gradient checks, and the errors of bad inputs. Shapes stay 4-D so that each kernel
+compiles once per dtype, and tiny: the CUDA simulator runs a Python thread per CUDA thread."""
 import numpy as np
 import pytest
 
@@ -10,7 +11,7 @@ from attngraph.inspect import gradcheck
 from attngraph.inspect.flops import total_flops
 from ops.cpu import conv
 
-NAN = np.nan
+NAN, INF = np.nan, np.inf
 # torch.nn.functional.conv2d(x, w, b, stride=(1, 2), padding=(1, 1), dilation=(2, 1)) in float64 with
 # x = sin(arange(40)).reshape(1, 2, 4, 5), w = cos(arange(36)).reshape(3, 2, 2, 3), b = [0.5, -1, 2]; the
 # gradients are those of (y ** 2).sum()
@@ -36,21 +37,74 @@ TORCH_DW = [10.3042437222, 26.024311392, 10.5983302056, -15.3075552536, -24.3344
 TORCH_DB = [16.0354622336, -17.7033327563, 54.5914729273]
 # a NaN, ties and overlapping windows
 POOL_X = np.array([[[[1, 3, 3, 0], [2, -1, 3, NAN], [0, 5, -2, 1], [5, 5, 1, 1]]]])
+# two channels: NaN, ties, a window of −inf only, and overlapping windows
+POOL_EDGES = np.array([[[[1, 3, 3, 0, -INF], [2, -1, 3, NAN, -INF], [0, 5, -2, 1, 4], [5, 5, 1, 1, 4]],
+                        [[-INF, -INF, 0, 2, 2], [-INF, -INF, 7, -1, 2], [1, 0, 3, 3, 6], [2, -4, 1, 0, 2]]]])
+
+
+def taps(x_shape, w_shape, stride, padding, dilation):
+    """For each kernel position (p, q), the slices of the padded input that it multiplies at every output."""
+    top, bottom, left, right = padding
+    (sh, sw), (dh, dw), (kh, kw) = stride, dilation, w_shape[2:]
+    ho = (x_shape[2] + top + bottom - dh * (kh - 1) - 1) // sh + 1
+    wo = (x_shape[3] + left + right - dw * (kw - 1) - 1) // sw + 1
+    for p in range(kh):
+        for q in range(kw):
+            yield p, q, (..., slice(p * dh, p * dh + sh * (ho - 1) + 1, sh), slice(q * dw, q * dw + sw * (wo - 1) + 1, sw))
+
+
+def padded(x, padding):
+    top, bottom, left, right = padding
+    return np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
 
 
 def reference_conv2d(x, w, stride, padding, dilation):
     """The definition: y[b, o, i, j] = Σ w[o, c, p, q] x_padded[b, c, i·sh + p·dh, j·sw + q·dw]."""
-    top, bottom, left, right = padding
-    xp = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
-    (sh, sw), (dh, dw), (kh, kw) = stride, dilation, w.shape[2:]
-    ho = (xp.shape[2] - dh * (kh - 1) - 1) // sh + 1
-    wo = (xp.shape[3] - dw * (kw - 1) - 1) // sw + 1
-    y = np.zeros((x.shape[0], w.shape[0], ho, wo))
+    xp = padded(x, padding)
+    return sum(np.einsum("oc,bcij->boij", w[:, :, p, q], xp[at])
+               for p, q, at in taps(x.shape, w.shape, stride, padding, dilation))
+
+
+def reference_conv2d_grads(g, x, w, stride, padding, dilation):
+    """The definition's adjoints: dx and dw of <g, conv2d(x, w)>."""
+    xp = padded(x, padding)
+    dxp, dw = np.zeros_like(xp), np.zeros_like(w)
+    for p, q, at in taps(x.shape, w.shape, stride, padding, dilation):
+        dw[:, :, p, q] = np.einsum("boij,bcij->oc", g, xp[at])
+        dxp[at] += np.einsum("oc,boij->bcij", w[:, :, p, q], g)
+    top, _, left, _ = padding
+    return dxp[:, :, top:top + x.shape[2], left:left + x.shape[3]], dw
+
+
+def windows(x, kernel, stride):
+    """The pooling windows (B, C, Ho, Wo, kh·kw), each window's elements in row-major order."""
+    view = np.lib.stride_tricks.sliding_window_view(x, kernel, axis=(2, 3))[:, :, ::stride[0], ::stride[1]]
+    return view.reshape(*view.shape[:4], -1)
+
+
+def unpool(weights, shape, kernel, stride):
+    """The adjoint of ``windows``: each window's weights added back where they were read."""
+    dx = np.zeros(shape)
+    (kh, kw), (sh, sw), (ho, wo) = kernel, stride, weights.shape[2:4]
     for p in range(kh):
         for q in range(kw):
-            taps = xp[:, :, p * dh:p * dh + sh * (ho - 1) + 1:sh, q * dw:q * dw + sw * (wo - 1) + 1:sw]
-            y += np.einsum("oc,bcij->boij", w[:, :, p, q], taps)
-    return y
+            dx[..., p:p + sh * (ho - 1) + 1:sh, q:q + sw * (wo - 1) + 1:sw] += weights[..., p * kw + q]
+    return dx
+
+
+def reference_max_pool_grad(g, x, kernel, stride):
+    """As torch.nn.functional.max_pool2d's: each window's gradient to its first largest element, or its last NaN
+    (its first element when all are −inf)."""
+    win = windows(x, kernel, stride)
+    nan = np.isnan(win)
+    last_nan = win.shape[-1] - 1 - np.argmax(nan[..., ::-1], -1)
+    winner = np.where(nan.any(-1), last_nan, np.argmax(np.where(nan, -INF, win), -1))
+    return unpool(g[..., None] * (np.arange(win.shape[-1]) == winner[..., None]), x.shape, kernel, stride)
+
+
+def kernel(device, name, *arrays, **attrs):
+    """The device's kernel ``name`` on host arrays, its result back on the host."""
+    return device.get(device.kernels[name](*(device.put(a) for a in arrays), **attrs))
 
 
 def torch_case():
@@ -70,22 +124,100 @@ def test_conv2d_values_and_gradients_are_pytorchs():
         np.testing.assert_allclose(got.ravel(), want, atol=1e-8)
 
 
-CASES = [((1, 1), (0, 0, 0, 0), (1, 1)), ((2, 1), (1, 1, 2, 2), (1, 2)), ((1, 3), (0, 2, 3, 0), (2, 1))]
-
-
-@pytest.mark.parametrize("stride, padding, dilation", CASES)
-def test_conv2d_kernels_match_the_definition(stride, padding, dilation):
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding, dilation", [
+    ((2, 2, 5, 4), (3, 2, 2, 3), (1, 1), (0, 0, 0, 0), (1, 1)),
+    ((2, 2, 5, 4), (3, 2, 2, 3), (2, 1), (1, 1, 2, 2), (1, 2)),
+    ((2, 2, 5, 4), (3, 2, 2, 3), (1, 3), (0, 2, 3, 0), (2, 1)),
+    ((2, 2, 1, 9), (3, 2, 1, 3), (1, 1), (0, 0, 4, 0), (1, 2)),          # causal conv1d: the left padded only
+], ids=["plain", "strided-padded-dilated", "asymmetric", "causal-1d"])
+def test_conv2d_kernels_match_the_definition(x_shape, w_shape, stride, padding, dilation, device, rng):
     """Asymmetric padding (the primitive's) included; the backward kernels are the adjoints of the forward one:
     <g, conv(x, w)> = <conv2d_input_grad(g, w), x> = <conv2d_weight_grad(g, x), w>."""
-    rng = np.random.default_rng(1)
-    x, w = rng.standard_normal((2, 3, 7, 6)), rng.standard_normal((4, 3, 3, 2))
-    y = conv.conv2d(x, w, stride, padding, dilation)
-    np.testing.assert_allclose(y, reference_conv2d(x, w, stride, padding, dilation), atol=1e-12)
+    x, w = rng.standard_normal(x_shape), rng.standard_normal(w_shape)
+    attrs = {"stride": stride, "padding": padding, "dilation": dilation}
+    y = kernel(device, "conv2d", x, w, **attrs)
+    np.testing.assert_allclose(y, reference_conv2d(x, w, **attrs), atol=1e-12)
     g = rng.standard_normal(y.shape)
-    dx = conv.conv2d_input_grad(g, w, x.shape, stride, padding, dilation)
-    dw = conv.conv2d_weight_grad(g, x, w.shape[2:], stride, padding, dilation)
+    dx = kernel(device, "conv2d_input_grad", g, w, x, **attrs)
+    dw = kernel(device, "conv2d_weight_grad", g, x, kernel=w_shape[2:], **attrs)
+    want_dx, want_dw = reference_conv2d_grads(g, x, w, **attrs)
+    np.testing.assert_allclose(dx, want_dx, atol=1e-12)
+    np.testing.assert_allclose(dw, want_dw, atol=1e-12)
     assert np.vdot(g, y) == pytest.approx(np.vdot(dx, x), rel=1e-12)
     assert np.vdot(g, y) == pytest.approx(np.vdot(dw, w), rel=1e-12)
+
+
+@pytest.mark.parametrize("size, stride", [((2, 2), (1, 1)), ((2, 3), (2, 1)), ((1, 2), (2, 3))],
+                         ids=["overlapping", "rectangular", "gaps"])
+def test_pooling_kernels_match_the_definition(size, stride, device, rng):
+    """Max pooling exactly (the first largest wins, NaN over all); inputs in no window (the "gaps" case) get no
+    gradient."""
+    x, win = POOL_EDGES, windows(POOL_EDGES, size, stride)
+    y = kernel(device, "max_pool2d", x, kernel=size, stride=stride)
+    np.testing.assert_array_equal(y, win.max(-1))
+    g = rng.standard_normal(y.shape)
+    np.testing.assert_allclose(kernel(device, "max_pool2d_grad", g, x, kernel=size, stride=stride),   # zeros exact
+                               reference_max_pool_grad(g, x, size, stride), rtol=1e-15, atol=0)
+    np.testing.assert_allclose(kernel(device, "avg_pool2d", x, kernel=size, stride=stride), win.mean(-1), rtol=1e-12)
+    np.testing.assert_allclose(kernel(device, "avg_pool2d_grad", g, x, kernel=size, stride=stride),
+                               unpool(np.repeat(g[..., None] / win.shape[-1], win.shape[-1], -1), x.shape, size,
+                                      stride), rtol=1e-12)
+
+
+def test_max_pooling_gradient_goes_to_the_first_largest_and_to_nan(device):
+    """As torch.nn.functional.max_pool2d's: each window's gradient on its first largest element, or its last NaN;
+    on its first element when all are −inf."""
+    weights = np.arange(1.0, 17.0).reshape(1, 2, 2, 4)
+    dx = kernel(device, "max_pool2d_grad", weights, POOL_EDGES, kernel=(2, 2), stride=(2, 1))
+    np.testing.assert_array_equal(dx[0], [[[0, 3, 0, 0, 0], [0, 0, 0, 7, 0], [0, 11, 0, 7, 8], [0, 0, 0, 0, 0]],
+                                          [[9, 0, 0, 12, 0], [0, 0, 21, 0, 0], [0, 0, 29, 0, 16], [13, 0, 0, 0, 0]]])
+
+
+def convolutional_loss(x, w, b, v):
+    """The loss of the graph below in NumPy: conv2d, tanh, both poolings, a causal conv1d and avg_pool1d."""
+    h = np.tanh(reference_conv2d(x, w, (1, 2), (1, 1, 1, 1), (2, 1)) + b[:, None, None])
+    pooled = windows(h, (2, 2), (1, 1)).max(-1) + windows(h, (1, 2), (1, 1)).mean(-1)[..., 1:, :]
+    sequence = reference_conv2d(pooled.reshape(2, 3, 1, 6), v[:, :, None], (1, 1), (0, 0, 2, 0), (1, 2))
+    return (sequence * sequence).sum() + windows(sequence, (1, 2), (1, 2)).mean(-1).sum()
+
+
+def test_a_convolutional_graph_runs_forward_and_backward(device, rng, numeric_grad):
+    def f(x, w, b, v):
+        h = ag.tanh(ag.conv2d(x, w, b, stride=(1, 2), padding=1, dilation=(2, 1)))
+        pooled = ag.max_pool2d(h, 2, 1) + ag.avg_pool2d(h, (1, 2), 1)[..., 1:, :]
+        sequence = ag.conv1d(ag.reshape(pooled, (2, 3, 6)), v, causal=True, dilation=2)
+        return ag.sum(sequence * sequence) + ag.sum(ag.avg_pool1d(sequence, 2))
+
+    shapes = {"x": (2, 2, 4, 5), "w": (3, 2, 2, 3), "b": (3,), "v": (2, 3, 2)}
+    graph = ag.trace(f, **{name: ag.Input(shape) for name, shape in shapes.items()})
+    arrays = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in shapes.items()}
+    loss, *grads = graph.grad(wrt=list(shapes)).compile(device.name)(**arrays)
+    wide = {name: a.astype(np.float64) for name, a in arrays.items()}
+    np.testing.assert_allclose(loss, convolutional_loss(**wide), rtol=1e-5)
+    for name, got in zip(shapes, grads):
+        assert got.dtype == np.float32 and got.shape == shapes[name]
+        np.testing.assert_allclose(got, numeric_grad(lambda a: convolutional_loss(**{**wide, name: a}), wide[name]),
+                                   rtol=1e-4, atol=1e-4)
+
+
+def test_second_order_gradients_through_a_convolution_on_every_device(device, rng, numeric_grad):
+    """d/d(x, w) of |∂L/∂x|² + |∂L/∂w|², L = Σ tanh(conv2d(x, w)), against finite differences of the definition."""
+    def penalty(x, w):
+        dx, dw = ag.gradients(ag.sum(ag.tanh(ag.conv2d(x, w, padding=1))), [x, w])
+        return ag.sum(dx * dx) + ag.sum(dw * dw)
+
+    def reference(x, w):
+        attrs = {"stride": (1, 1), "padding": (1, 1, 1, 1), "dilation": (1, 1)}
+        dx, dw = reference_conv2d_grads(1 - np.tanh(reference_conv2d(x, w, **attrs)) ** 2, x, w, **attrs)
+        return (dx * dx).sum() + (dw * dw).sum()
+
+    graph = ag.trace(penalty, x=ag.Input((1, 2, 4, 4)), w=ag.Input((2, 2, 3, 3)))
+    x, w = rng.standard_normal((1, 2, 4, 4)).astype(np.float32), rng.standard_normal((2, 2, 3, 3)).astype(np.float32)
+    value, dx, dw = graph.grad(wrt=["x", "w"]).compile(device.name)(x=x, w=w)
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    np.testing.assert_allclose(value, reference(x64, w64), rtol=1e-5)
+    np.testing.assert_allclose(dx, numeric_grad(lambda a: reference(a, w64), x64), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dw, numeric_grad(lambda a: reference(x64, a), w64), rtol=1e-4, atol=1e-4)
 
 
 def test_conv2d_in_float32_agrees_with_float64():
