@@ -81,9 +81,9 @@ def _render(args) -> int:
 
 def _export(args) -> int:
     from .export.onnx import export_onnx, onnx_package
+    _check_writable(args, "--onnx", Path(args.onnx), "model.onnx")
     if Path(args.onnx).suffix.lower() != ".onnx":
         args.parser.error(f"--onnx {args.onnx}: give a file name ending in .onnx, such as model.onnx")
-    _check_writable(args, "--onnx", Path(args.onnx), "model.onnx")
     onnx_package()
     print(f"wrote {export_onnx(_checked_graph(args)[0], args.onnx, **args.dim)}")
     return 0
