@@ -38,7 +38,7 @@ TESTED_ELSEWHERE = {
     "conv2d": "tests/ops/test_conv.py", "conv2d_input_grad": "tests/ops/test_conv.py",
     "conv2d_weight_grad": "tests/ops/test_conv.py", "max_pool2d": "tests/ops/test_conv.py",
     "max_pool2d_grad": "tests/ops/test_conv.py", "avg_pool2d": "tests/ops/test_conv.py",
-    "avg_pool2d_grad": "tests/ops/test_conv.py", "attention_bias_grad": "tests/cuda/test_attention.py",
+    "avg_pool2d_grad": "tests/ops/test_conv.py", "attention_bias_grad": "tests/ops/test_attention.py",
     "ring_attention": "tests/attention/test_ring.py", "ring_attention_grad": "tests/attention/test_ring.py",
     "stop_gradient": "tests/core/test_autodiff.py",
 }
