@@ -2,7 +2,7 @@
 
     attngraph models                                   the registry
     attngraph summary MODEL [--depth N] [--dim T=128]  module tree, parameters, FLOPs, memory
-    attngraph render MODEL --out FILE [--depth N] [--view backward] [--roll] [--dim T=128]
+    attngraph render MODEL --out FILE [--depth N] [--view backward] [--roll | --unroll] [--dim T=128]
     attngraph export MODEL --onnx FILE [--dim T=128]   the forward graph as an ONNX model (the onnx extra)
     attngraph view MODEL [--out FILE.html] [--depth N] one HTML page: the graph to explore, attention weights
     attngraph check-grads MODEL                        gradcheck every parameter, tiny float64 configuration
@@ -587,6 +587,8 @@ def _parser() -> argparse.ArgumentParser:
     view_option(sub)
     sub.add_argument("--roll", action="store_true", default=None,
                      help="draw identical consecutive blocks once, marked ×N (default: when the picture is large)")
+    sub.add_argument("--unroll", action="store_false", dest="roll",
+                     help="draw every repeated block and every step of a loop (default: rolled when the picture is large)")
     sub.add_argument("--parameter-nodes", action="store_true", help="draw parameters as nodes of their own")
     sub.add_argument("--direction", choices=("down", "right"), default="down",
                      help="where the data flows: top to bottom (default) or left to right")

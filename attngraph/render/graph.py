@@ -166,7 +166,9 @@ class _Drawing:
 
     def title(self, call: Call) -> str:
         """The call's name inside its parent's cluster: ``attn``, ``layers.0``, ``∇ norm1``, ``cell (call 3
-        of 9)``, ``layers.0 … layers.5 ×6``."""
+        of 9)``, ``layers.0 … layers.5 ×6``, ``step ×10`` (a loop's first step; the others are not drawn)."""
+        if call in self.pic.steps:
+            return ("∇ " if call.backward else "") + self.pic.steps[call]
         chain = self.pic.copies.get(call, [call])
         text = " … ".join(dict.fromkeys(short_name(c.scope) for c in (chain[0], chain[-1])))
         if len(chain) > 1:
@@ -272,7 +274,7 @@ def _footer(graph: Graph, view: str, bindings: dict[str, int], pic: Picture) -> 
     if s.backward_flops and view != "forward":
         flops += f" + {format_count(s.backward_flops, 'FLOPs')} backward"
     at = f" at {describe_binding(bindings)}" if bindings else ""
-    shown = f"{view} view" + (f", depth {pic.depth}" if pic.depth else "") + (", rolled" if pic.copies else "")
+    shown = f"{view} view" + (f", depth {pic.depth}" if pic.depth else "") + (", rolled" if pic.copies or pic.steps else "")
     return (f"{s.parameters:,} parameters ({s.trainable:,} trainable)   ·   {flops}{at} (a multiply-add is 2)   ·   "
             f"{shown}\\l")
 

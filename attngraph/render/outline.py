@@ -25,9 +25,7 @@ from ..inspect.flops import format_count, node_flops
 from ..inspect.summary import shape_text
 from . import style
 from .graph import DTYPES, attribute_text
-from .picture import Picture, picture, repeated_runs
-
-STEPS_OF_OPS = 4        # ops repeated back to back (a step's outputs reshaped one by one) rolled from this many
+from .picture import Picture, picture, step_name, step_runs
 
 
 def outline(graph: Graph, view: str, shown: Picture, bindings: dict[str, int], parameter_nodes: bool) -> dict:
@@ -104,10 +102,8 @@ class _Frames:
         items = sorted(self.children[parent], key=self.order.get)
         signatures = [self.signature[item] for item in items]
         scope = self.call[parent].scope if parent in self.call else ""
-        for start, period, count in repeated_runs(signatures, keep=lambda unit, count: count >= STEPS_OF_OPS or
-                                                  any(kind != "op" for kind, *_ in unit)):
-            unit = signatures[start:start + period]
-            name = "step" if any(kind != "op" for kind, *_ in unit) else " ".join(op for _, op in unit)
+        for start, period, count in step_runs(signatures):
+            name = step_name(signatures[start:start + period])
             run, steps = self.new_id("t"), []
             for k in range(count):
                 step = self.new_id("s")

@@ -9,6 +9,11 @@ parameters sit with their first consumer, outputs with their producer.
 Since a call is a run of consecutive nodes in creation order (a topological order), collapsed boxes are
 disjoint intervals of that order and every edge between them points forward: the picture stays acyclic.
 
+``roll=True`` also draws the steps of a recurrent loop once: where a cluster's children (its boxes and
+module calls, in creation order) repeat a unit holding a module call N times back to back (``step_runs``), the
+first step sits in a cluster ``step ×N`` and the others are not drawn: edges between steps are dropped, edges
+of a later step go to its twin in the first one (so a source read by every step has one edge to it).
+
 ``roll=True`` draws N identical consecutive blocks (``layers.0`` … ``layers.N-1``: siblings whose names end
 in a number, with the same ops, shapes and wiring, and nothing drawn between them) once, marked ×N; the
 edges chaining one copy to the next are dropped, every other edge goes to the first copy. By default
@@ -28,6 +33,7 @@ from ..inspect.calls import Call, call_paths, is_backward, is_within
 
 VIEWS = ("forward", "backward", "both")
 BUDGET = 80         # boxes; above it, depth=None rolls and collapses the picture
+STEPS_OF_OPS = 4    # ops repeated back to back (a step's outputs reshaped one by one) rolled from this many
 
 
 @dataclass(eq=False)
@@ -58,6 +64,7 @@ class Picture:
     ties: list[tuple[Box, Box]]             # forward box -> backward box computing its gradient
     clusters: list[tuple[Call, ...]]        # every cluster, as the path of calls leading to it
     copies: dict[Call, list[Call]]          # a rolled block -> the calls it stands for (itself first)
+    steps: dict[Call, str]                  # the cluster around a rolled loop's first step -> "step ×10"
     calls: dict[tuple[str, bool], int]      # (scope, backward) -> how many calls the pass makes
     depth: int | None
 
@@ -126,19 +133,23 @@ class _Layout:
             if node not in twin:
                 box.nodes.append(node)
             box_of[node] = box
+        step_of, steps = self._roll_steps(box_of) if roll else ({}, {})
         edges, seen = [], set()
         for node in sorted(box_of, key=lambda n: n.id):
             head = box_of[node]
             for slot, x in enumerate(node.inputs):
                 if x in self.folded:
-                    if head.module is None and node not in twin:
+                    if head.module is None and node not in twin and step_of.get(node, (0, 0))[1] == 0:
                         head.folded.append((slot, x))
                     continue
                 tail, value = box_of.get(x), twin.get(x, x)
-                chained = x in copy and node in copy and copy[x][0] == copy[node][0] and copy[x][1] != copy[node][1]
-                if tail is None or tail is head or chained or (tail, head, value) in seen:
+                chained = any(x in c and node in c and c[x][0] == c[node][0] and c[x][1] != c[node][1]
+                              for c in (copy, step_of))
+                later = max(step_of.get(x, (0, 0))[1], step_of.get(node, (0, 0))[1]) > 0
+                if tail is None or tail is head or chained or (tail, head, value) in seen or \
+                        (later and (tail, head) in seen):
                     continue
-                seen.add((tail, head, value))
+                seen.update([(tail, head, value), (tail, head)])
                 edges.append(Edge(tail, head, value, slot if head.module is None else None))
         ties, linked = [], {(e.tail, e.head) for e in edges}
         for node in self.order:
@@ -148,7 +159,40 @@ class _Layout:
                 ties.append(tie)
         drawn = list(dict.fromkeys(box_of.values()))
         clusters = list(dict.fromkeys(b.cluster[:i] for b in drawn for i in range(1, len(b.cluster) + 1)))
-        return Picture(drawn, edges, ties, clusters, copies, self.calls, depth)
+        return Picture(drawn, edges, ties, clusters, copies, steps, self.calls, depth)
+
+    def _roll_steps(self, box_of: dict[Node, Box]) -> tuple[dict[Node, tuple[int, int]], dict[Call, str]]:
+        """The steps of recurrent loops among each cluster's children, outermost first: each node of a later step
+        goes to its twin box in the first step (``box_of`` is changed), whose boxes move into a step cluster.
+        Returns each stepped node's (run, step number) and the step clusters with their labels."""
+        step_of, steps, elided = {}, {}, set()
+        boxes = list(dict.fromkeys(box_of.values()))
+        for parent in sorted({b.cluster[:i] for b in boxes for i in range(len(b.cluster) + 1)}, key=len):
+            items: dict[object, list[Box]] = {}
+            for box in (b for b in boxes if b.cluster[:len(parent)] == parent and b not in elided):
+                items.setdefault(box if len(box.cluster) == len(parent) else box.cluster[len(parent)], []).append(box)
+            keys = list(items)
+            signatures = [(("op", k.node.op, k.node.shape) if k.module is None else ("call", k.module.scope))
+                          if isinstance(k, Box) else ("call", k.scope) for k in keys]
+            for start, period, count in step_runs(signatures):
+                runs = [[b for k in keys[start + i * period:start + (i + 1) * period] for b in items[k]]
+                        for i in range(count)]
+                if len({len(r) for r in runs}) > 1:
+                    continue
+                run = len(steps)
+                step = Call(f"{parent[-1].scope if parent else ''}[step {run}]", 0, parent[-1].backward if parent
+                            else is_backward(runs[0][0].node))
+                steps[step] = f"{step_name(signatures[start:start + period])} ×{count}"
+                for box in runs[0]:
+                    box.cluster = parent + (step,) + box.cluster[len(parent):]
+                for number, boxes_of_step in enumerate(runs):
+                    twins = dict(zip(boxes_of_step, runs[0]))
+                    for node, box in box_of.items():
+                        if box in twins:
+                            step_of[node] = (run, number)
+                            box_of[node] = twins[box]
+                    elided.update(boxes_of_step if number else ())
+        return step_of, steps
 
     def _roll(self, depth: int | None):
         """The outermost chains of identical consecutive sibling blocks shown at this depth. Returns the map
@@ -195,6 +239,18 @@ def _signature(call: Call, nodes: list[Node]) -> list:
     return [(n.op, n.scope[start:], n.shape, n.dtype,
              sorted((k, repr(v)) for k, v in n.attrs.items() if k != "key"),    # dropout's key numbers the node
              [index.get(x, (x.kind, x.shape)) for x in n.inputs]) for n in nodes]
+
+
+def step_runs(signatures: list) -> list[tuple[int, int, int]]:
+    """The steps of recurrent loops among a cluster's children: units holding a module call repeated back to
+    back, or ops repeated ``STEPS_OF_OPS`` times or more (``repeated_runs``)."""
+    return repeated_runs(signatures, keep=lambda unit, count: count >= STEPS_OF_OPS or
+                         any(kind != "op" for kind, *_ in unit))
+
+
+def step_name(unit: list) -> str:
+    """``step`` for a unit holding a module call, else its ops: ``reshape``."""
+    return "step" if any(kind != "op" for kind, *_ in unit) else " ".join(op for _, op, *_ in unit)
 
 
 def repeated_runs(signatures: list, keep=lambda unit, count: True) -> list[tuple[int, int, int]]:

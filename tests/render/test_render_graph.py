@@ -110,13 +110,13 @@ def test_a_large_graph_is_rolled_then_collapsed_below_the_budget(graph, full_svg
 class Stepper(ag.Module):
     """A cell called at every step, with the step's input read between the calls."""
 
-    def __init__(self):
+    def __init__(self, steps=3):
         super().__init__()
-        self.cell = ag.nn.Linear(8, 4)
+        self.cell, self.steps = ag.nn.Linear(8, 4), steps
 
     def forward(self, x):
         h = x[:, 0] * 0.0
-        for t in range(3):
+        for t in range(self.steps):
             h = ag.tanh(self.cell(ag.concat([x[:, t], h], axis=-1)))
         return h
 
@@ -126,6 +126,18 @@ def test_a_module_called_at_every_step_is_collapsed_by_call():
     svg = to_svg(graph, depth=1)
     assert nx.is_directed_acyclic_graph(drawn(svg))
     assert {f"cell (call {k} of 3)" for k in (1, 2, 3)} <= set(texts(parse(svg)))
+
+
+def test_the_steps_of_a_loop_are_drawn_once_unless_unrolled():
+    graph = ag.trace(Stepper(steps=10), x=ag.Input(("B", 10, 4)))
+    rolled, unrolled = (to_svg(graph, depth=1, roll=roll) for roll in (True, False))
+    assert "step ×10" in texts(parse(rolled)) and "step ×10" not in texts(parse(unrolled))
+    assert "cell (call 10 of 10)" in texts(parse(unrolled)) and "cell (call 10 of 10)" not in texts(parse(rolled))
+    ops = {svg: [n for n in graph.nodes if n.kind == "call" and n.label in drawn(svg)] for svg in (rolled, unrolled)}
+    assert len(ops[unrolled]) == 2 + 10 * 3 and len(ops[rolled]) == 2 + 3     # x[:, 0] * 0, then getitem, concat, tanh
+    x = next(n.label for n in graph.nodes if n.name == "x")
+    assert drawn(unrolled).out_degree(x) == 11 and drawn(rolled).out_degree(x) == 2   # the input read by every step
+    assert nx.is_directed_acyclic_graph(drawn(rolled))
 
 
 def test_backward_view_holds_a_gradient_node_for_every_parameter(model):
