@@ -1,4 +1,6 @@
-"""Elementwise ufuncs: values against NumPy, broadcasting, 0-d and empty inputs, dtypes kept."""
+"""Elementwise kernels on every device against NumPy in float64: values, broadcasting (0-d, empty, equal shapes),
+comparisons with ties and NaN, logical ops, where, astype, dtypes kept; on the CPU also Numba's dtype dispatch,
+integer wrap-around, IEEE edges and warnings."""
 
 import numpy as np
 import pytest
@@ -29,44 +31,93 @@ def dtype(request):
     return request.param
 
 
+SHAPES = [((3, 1, 5), (4, 5)), ((7,), (7,)), ((), (2, 3)), ((2, 3), ()), ((0, 3), (3,))]
+LOGICAL = {"logical_and": np.logical_and, "logical_or": np.logical_or}
+
+
+def kernel(device, name, *arrays):
+    """The device's kernel ``name`` on the host arrays, its result back on the host."""
+    return device.get(device.kernels[name](*(device.put(a) for a in arrays)))
+
+
 @pytest.mark.parametrize("name", UNARY)
-def test_unary(name, dtype, rng):
+def test_unary(name, dtype, device, rng):
     x = (rng.standard_normal((3, 7)) * 3).astype(dtype)
     if name in ("log", "sqrt"):
         x = np.abs(x) + dtype(0.1)
-    y = getattr(ew, name)(x)
+    y = kernel(device, name, x)
     assert y.dtype == dtype and y.shape == x.shape
     np.testing.assert_allclose(y, UNARY[name](x.astype(np.float64)), **TOL[dtype])
 
 
-@pytest.mark.parametrize("name", BINARY)
-def test_binary_broadcasts(name, dtype, rng):
-    a = rng.uniform(0.5, 2, (3, 1, 5)).astype(dtype)
-    b = rng.uniform(-2, 2, (4, 5)).astype(dtype)
-    y = getattr(ew, name)(a, b)
-    assert y.dtype == dtype and y.shape == (3, 4, 5) and y.flags.c_contiguous
-    np.testing.assert_allclose(y, BINARY[name](a.astype(np.float64), b.astype(np.float64)), **TOL[dtype])
+def operands(rng, name, shapes, dtype):
+    """Booleans for the logical ops; small nonzero integers for comparisons, maximum and minimum (ties); else
+    magnitudes in [0.5, 2] (no division by zero), the exponent of either sign."""
+    if name in LOGICAL:
+        return [rng.random(s) > 0.5 for s in shapes]
+    if name in COMPARE or name in ("maximum", "minimum"):
+        return [rng.choice([-2, -1, 1, 2], s).astype(dtype) for s in shapes]
+    a, b = (rng.uniform(0.5, 2, s).astype(dtype) for s in shapes)
+    return [a, b * rng.choice([-1, 1], b.shape).astype(dtype)]
+
+
+@pytest.mark.parametrize("shapes", SHAPES, ids=str)
+@pytest.mark.parametrize("name", [*BINARY, *COMPARE, *LOGICAL])
+def test_binary_broadcasts(name, shapes, dtype, device, rng):
+    a, b = operands(rng, name, shapes, dtype)
+    y = kernel(device, name, a, b)
+    assert y.shape == np.broadcast_shapes(*shapes) and y.flags.c_contiguous
+    if name in BINARY:
+        assert y.dtype == dtype
+        np.testing.assert_allclose(y, BINARY[name](a.astype(np.float64), b.astype(np.float64)), **TOL[dtype])
+    else:
+        assert y.dtype == np.bool_
+        np.testing.assert_array_equal(y, {**COMPARE, **LOGICAL}[name](a, b))
 
 
 @pytest.mark.parametrize("name", COMPARE)
-def test_comparisons_give_bool(name, dtype):
+def test_comparisons_give_bool(name, dtype, device):
     a = np.array([[1, 2, 3], [3, 2, 1]], dtype)
     b = np.array([2, 2, np.nan], dtype)
-    y = getattr(ew, name)(a, b)
+    y = kernel(device, name, a, b)
     assert y.dtype == np.bool_
     np.testing.assert_array_equal(y, COMPARE[name](a, b))
 
 
-def test_logical_and_where():
+def test_logical_and_where(device):
     a = np.array([[True], [False]])
     b = np.array([True, False, True])
-    np.testing.assert_array_equal(ew.logical_and(a, b), a & b)
-    np.testing.assert_array_equal(ew.logical_or(a, b), a | b)
-    np.testing.assert_array_equal(ew.logical_not(b), ~b)
+    np.testing.assert_array_equal(kernel(device, "logical_and", a, b), a & b)
+    np.testing.assert_array_equal(kernel(device, "logical_or", a, b), a | b)
+    np.testing.assert_array_equal(kernel(device, "logical_not", b), ~b)
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    y = ew.where(b, x, np.asarray(np.float32(-1)))
+    y = kernel(device, "where", b, x, np.asarray(np.float32(-1)))
     assert y.dtype == np.float32
     np.testing.assert_array_equal(y, np.where(b, x, -1))
+
+
+def test_where_takes_a_boolean_condition_and_broadcasts(device, rng):
+    cond, a, b = rng.random((2, 1, 5)) > 0.5, rng.standard_normal((3, 1)), rng.standard_normal(())
+    y = kernel(device, "where", cond, a, b)
+    assert y.dtype == np.float64
+    np.testing.assert_array_equal(y, np.where(cond, a, b))
+
+
+def test_astype(device, rng):
+    x = rng.normal(0, 3, (2, 5)).astype(np.float32)
+    np.testing.assert_array_equal(device.get(device.kernels["astype"](device.put(x), np.int64)), x.astype(np.int64))
+    as_float = device.get(device.kernels["astype"](device.put(x > 0), np.float32))
+    assert as_float.dtype == np.float32
+    np.testing.assert_array_equal(as_float, (x > 0).astype(np.float32))
+
+
+@pytest.mark.parametrize("device", ["cuda"], indirect=True)
+def test_full_allocates_on_the_gpu(device):
+    from ops.cuda.elementwise import full
+    filled = device.get(full((3, 2), 1.5, np.float64))
+    assert filled.dtype == np.float64 and filled.shape == (3, 2) and np.all(filled == 1.5)
+    zero_d = device.get(full((), 7, np.int64))
+    assert zero_d.shape == () and zero_d == 7
 
 
 def test_float32_stays_float32_after_float64_was_compiled():
@@ -77,28 +128,31 @@ def test_float32_stays_float32_after_float64_was_compiled():
     assert ew.mul(x, x.astype(np.float64)).dtype == np.float64
 
 
-def test_0d_inputs_give_0d_arrays(dtype):
+def test_0d_inputs_give_0d_arrays(dtype, device):
     a = np.asarray(dtype(2))
-    for y in (ew.add(a, a), ew.exp(a), ew.less(a, a)):
+    for name in ("add", "exp", "less"):
+        y = kernel(device, name, a) if name == "exp" else kernel(device, name, a, a)
         assert isinstance(y, np.ndarray) and y.shape == ()
-    assert ew.add(a, a).dtype == dtype and ew.add(a, a) == 4
+    total = kernel(device, "add", a, a)
+    assert total.dtype == dtype and total == 4
 
 
-def test_empty_and_transposed_inputs(dtype):
-    assert ew.add(np.ones((0, 3), dtype), np.ones(3, dtype)).shape == (0, 3)
+def test_empty_and_transposed_inputs(dtype, device):
+    assert kernel(device, "add", np.ones((0, 3), dtype), np.ones(3, dtype)).shape == (0, 3)
     x = np.arange(12, dtype=dtype).reshape(3, 4).T
-    y = ew.tanh(x)
+    y = kernel(device, "tanh", x)
     assert y.flags.c_contiguous
-    np.testing.assert_allclose(y, np.tanh(x), **TOL[dtype])
+    np.testing.assert_allclose(y, np.tanh(x.astype(np.float64)), **TOL[dtype])
 
 
-def test_nan_propagates_quietly(dtype):
+def test_nan_propagates_quietly(dtype, device):
     x = np.array([np.nan, -np.inf, -0.0, -1, 2, np.inf], dtype)
+    zero = np.zeros(1, dtype)
     with np.errstate(invalid="raise"):
-        np.testing.assert_array_equal(ew.relu(x), [np.nan, 0, 0, 0, 2, np.inf])
-        np.testing.assert_array_equal(ew.maximum(x, np.zeros(1, dtype)), [np.nan, 0, 0, 0, 2, np.inf])
-        np.testing.assert_array_equal(ew.minimum(x, np.zeros(1, dtype)), [np.nan, -np.inf, -0.0, -1, 0, 0])
-        assert not ew.less(x, np.zeros(1, dtype))[0] and not ew.greater_equal(x, np.zeros(1, dtype))[0]
+        np.testing.assert_array_equal(kernel(device, "relu", x), [np.nan, 0, 0, 0, 2, np.inf])
+        np.testing.assert_array_equal(kernel(device, "maximum", x, zero), [np.nan, 0, 0, 0, 2, np.inf])
+        np.testing.assert_array_equal(kernel(device, "minimum", x, zero), [np.nan, -np.inf, -0.0, -1, 0, 0])
+        assert not kernel(device, "less", x, zero)[0] and not kernel(device, "greater_equal", x, zero)[0]
 
 
 def test_ieee_edges(dtype):
