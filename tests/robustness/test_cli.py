@@ -16,7 +16,7 @@ from attngraph.errors import DataError, DeviceError
 from attngraph.models import registry
 from attngraph.train import Trainer
 from tests.demos.conftest import restore_threads  # noqa: F401  (a demo sets the thread counts: put them back)
-from tests.robustness.test_data import encrypt, zip_files
+from tests.train.test_data_errors import encrypt, zip_files
 
 MODEL_FILE = '''
 import time
