@@ -1,5 +1,5 @@
 """The command line: every command runs; bad arguments print one line and exit with 2, never a traceback (the
-hostile-input cases are in tests/robustness/test_cli.py)."""
+hostile-input cases are in tests/test_cli_errors.py)."""
 import importlib.metadata
 import subprocess
 import sys
