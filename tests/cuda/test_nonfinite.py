@@ -1,4 +1,4 @@
-"""NaN and Inf through the CUDA kernels: the semantics of their CPU twins (tests/robustness/test_nonfinite.py),
+"""NaN and Inf through the CUDA kernels: the semantics of their CPU twins (tests/ops/test_nonfinite.py),
 checked on the same inputs, NaN for NaN. Every input holds clean rows beside the bad ones."""
 import numpy as np
 import pytest
