@@ -2,6 +2,8 @@
 ported: values, dtypes, shapes and gradients, with PyTorch's numbers written out (torch 2.13) so that the
 tests run without it. Small shapes throughout, so each kernel signature compiles once."""
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ from attngraph.core import passes
 from tests.conftest import run
 
 INF, NAN = math.inf, math.nan
+THIS_FILE = re.escape(Path(__file__).name)   # where tracing errors point
 
 
 def value_and_grads(fn, *arrays):
@@ -377,7 +380,7 @@ def test_an_integer_feed_that_does_not_fit_the_input_s_dtype_is_a_binding_error(
 @pytest.mark.parametrize("build, op", [(lambda x: x + 1000, "add"), (lambda x: ag.where(x > 0, x, -129), "where"),
                                        (lambda x: ag.clip(x, hi=300), "clip")])
 def test_a_python_int_that_does_not_fit_the_tensor_s_dtype_names_the_op_and_line(build, op):
-    with pytest.raises(ag.DTypeError, match=rf"{op}: the Python int -?\d+ does not fit the int8 tensor .*test_peer_ops.py:\d+"):
+    with pytest.raises(ag.DTypeError, match=rf"{op}: the Python int -?\d+ does not fit the int8 tensor .*{THIS_FILE}:\d+"):
         ag.trace(build, x=ag.Input((3,), "int8"))
 
 
@@ -389,5 +392,5 @@ def test_a_tensor_kept_from_another_trace_is_a_tracing_error_at_the_line_using_i
         return x + 1
     ag.trace(first, x=ag.Input((3,)))
     for second in (lambda x: x + kept[0], lambda x: ag.concat([ag.exp(x), x * 3, kept[0]])):
-        with pytest.raises(ag.TracingError, match=r"at .*test_peer_ops.py:\d+ takes node n\d+ \(mul.*another trace"):
+        with pytest.raises(ag.TracingError, match=rf"at .*{THIS_FILE}:\d+ takes node n\d+ \(mul.*another trace"):
             ag.trace(second, x=ag.Input((3,)))
