@@ -294,7 +294,7 @@ def test_shifts_beyond_the_width_or_negative_and_bool_operators_are_pytorchs():
         run(lambda x: x >> x, np.array([1], np.uint64))
 
 
-# elementwise functions of the API older than this table, tested in tests/ops/test_elementwise.py and test_new_ops.py
+# elementwise functions of the API older than this table, tested in tests/ops/test_elementwise.py and test_unary_functions.py
 EARLIER = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "equal", "not_equal", "less", "less_equal",
            "greater", "greater_equal", "logical_and", "logical_or", "neg", "exp", "log", "sqrt", "tanh", "sigmoid",
            "relu", "erf", "abs", "sin", "cos", "rsqrt", "silu", "gelu", "clip", "logical_not", "stop_gradient",
