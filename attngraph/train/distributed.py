@@ -43,6 +43,9 @@ from ..errors import CollectiveTimeout, DistributedError
 TIMEOUT = 600.0                 # seconds a collective may wait for the other ranks (a cold compile takes minutes)
 SPIN_S = 1.0                    # seconds a collective polls without pausing (World.wait)
 BUCKET_BYTES = 25 << 20         # gradient bucket size (benchmarks/MEASUREMENTS.md, "Data parallelism")
+ABORT_GRACE_S = 0.5             # seconds a failing rank waits before MPI_Abort: MPICH's launcher forwards a rank's
+                                # output through a proxy that the abort ends, and without the pause it lost the
+                                # traceback (every time in a fresh clone under load)
 LAUNCHER_VARIABLES = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK")   # mpiexec (MPICH, Open MPI), srun
 
 
@@ -250,6 +253,7 @@ def _abort_on_exception(kind, value, tb) -> None:
     sys.stderr.write(f"attngraph: rank {rank} failed; aborting all ranks\n"
                      + "".join(traceback.format_exception(kind, value, tb)))
     sys.stderr.flush()
+    time.sleep(ABORT_GRACE_S)
     _world.abort(1)
 
 
