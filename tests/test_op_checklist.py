@@ -29,7 +29,7 @@ TESTED_ELSEWHERE = {
     "min": "tests/cuda/test_new_ops.py", "var": "tests/ops/test_reduce.py",
     "argmax": "tests/ops/test_sort.py", "argmin": "tests/ops/test_sort.py", "argsort": "tests/ops/test_sort.py",
     "cumsum": "tests/ops/test_scan.py",
-    "arange": "tests/cuda/test_executor.py", "relative_distance": "tests/cuda/test_executor.py",
+    "arange": "tests/ops/test_positions.py", "relative_distance": "tests/ops/test_positions.py",
     "cross_entropy": "tests/ops/test_cross_entropy.py", "cross_entropy_grad": "tests/ops/test_cross_entropy.py",
     "dropout": "tests/ops/test_dropout.py", "gather": "tests/ops/test_embedding.py",
     "scatter_add": "tests/ops/test_embedding.py", "fused": "tests/ops/test_fused.py",
