@@ -57,6 +57,18 @@ def run(fn, *arrays):
     return graph.compile()(**{f"x{i}": a for i, a in enumerate(arrays)})
 
 
+def on_device(device, kernel, /, *args, **attrs):
+    """``kernel`` (a function, or the name of one of ``device``'s kernels) on host arrays moved to ``device``
+    (NumPy scalars too; other arguments, None included, pass as they are); its result, or tuple of results, back
+    on the host."""
+    call = device.kernels[kernel] if isinstance(kernel, str) else kernel
+
+    def put(a):
+        return device.put(a) if isinstance(a, (np.ndarray, np.generic)) else a
+    out = call(*map(put, args), **{name: put(a) for name, a in attrs.items()})
+    return tuple(map(device.get, out)) if isinstance(out, tuple) else device.get(out)
+
+
 @pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
 def device(request):
     """The Backend (``kernels`` by name, ``put``, ``get``) of each device a kernel test runs on: "cpu", then "cuda"

@@ -12,6 +12,7 @@ import pytest
 import attngraph as ag
 from attngraph.core import unfused
 from ops.cpu import attention as kernels
+from tests.conftest import on_device
 
 TOL = {np.float32: dict(rtol=1e-5, atol=2e-6), np.float64: dict(rtol=1e-12, atol=1e-13)}
 
@@ -69,14 +70,6 @@ def assert_matches_the_reference(o, grads, q, k, v, mask, causal, g, tol, scale=
 def family(device):
     """The attention kernels of ``device``: ops.cpu.attention or ops.cuda.attention."""
     return importlib.import_module(f"ops.{device.name}.attention")
-
-
-def on(device, kernel, *args, **attrs):
-    """``kernel`` with its NumPy arrays moved to the device; its result (or results) back on the host."""
-    def put(a):
-        return device.put(a) if isinstance(a, np.ndarray) else a
-    out = kernel(*map(put, args), **{name: put(a) for name, a in attrs.items()})
-    return tuple(map(device.get, out)) if isinstance(out, tuple) else device.get(out)
 
 
 def in_layout(layout, x, rows=False):
@@ -137,8 +130,8 @@ def test_every_devices_kernels_match_the_reference(masked, causal, layout, devic
     q, k, v, g, mask = make_small(rng)
     mask = mask if masked else None
     attend = family(device)
-    o = on(device, attend.attention, *(in_layout(layout, x) for x in (q, k, v)), mask, causal, layout=layout)
-    grads = on(device, attend.attention_backward, in_layout(layout, g), o, *(in_layout(layout, x) for x in (q, k, v)),
+    o = on_device(device, attend.attention, *(in_layout(layout, x) for x in (q, k, v)), mask, causal, layout=layout)
+    grads = on_device(device, attend.attention_backward, in_layout(layout, g), o, *(in_layout(layout, x) for x in (q, k, v)),
                mask, causal, layout=layout)
     assert_matches_the_reference(in_layout(layout, o), in_layout(layout, grads), q, k, v, mask, causal, g,
                                  TOL[np.float64])
@@ -149,21 +142,21 @@ def test_queries_that_see_nothing_get_zeros_not_nan(dtype, device, rng):
     q, k, v = (rng.standard_normal((1, 4, 3)).astype(dtype) for _ in range(3))
     mask = np.array([True, False, True, False])[:, None] & np.array([True, False, True, True])
     attend = family(device)
-    o = on(device, attend.attention, q, k, v, mask)
-    grads = on(device, attend.attention_backward, np.ones_like(o), o, q, k, v, mask)
+    o = on_device(device, attend.attention, q, k, v, mask)
+    grads = on_device(device, attend.attention_backward, np.ones_like(o), o, q, k, v, mask)
     assert np.isfinite(o).all() and np.isfinite(grads).all()
     np.testing.assert_array_equal(o[:, 1::2], 0)
     np.testing.assert_array_equal(grads[0][:, 1::2], 0)
     assert_matches_the_reference(o, grads, q, k, v, mask, False, np.ones_like(o), TOL[dtype])
-    dq, _, dv = on(device, attend.attention_backward, np.ones_like(o), o, q, k, v, mask[[0, 2, 0, 2]])
+    dq, _, dv = on_device(device, attend.attention_backward, np.ones_like(o), o, q, k, v, mask[[0, 2, 0, 2]])
     assert np.abs(dq).max() > 0 and np.abs(dv).max() > 0
 
 
 def test_a_given_scale_in_float32(device, rng):
     q, k, v, g = (rng.standard_normal((2, 6, 3)).astype(np.float32) for _ in range(4))
     attend = family(device)
-    o = on(device, attend.attention, q, k, v, scale=0.5)
-    grads = on(device, attend.attention_backward, g, o, q, k, v, scale=0.5)
+    o = on_device(device, attend.attention, q, k, v, scale=0.5)
+    grads = on_device(device, attend.attention_backward, g, o, q, k, v, scale=0.5)
     assert_matches_the_reference(o, grads, q, k, v, None, False, g, TOL[np.float32], scale=0.5)
 
 
@@ -175,9 +168,9 @@ def test_a_bias_with_minus_infinities_on_every_device(causal, device, rng):
     bias = rng.standard_normal((H, TQ, TK))
     bias[0, 1, ::2], bias[1, 2] = -np.inf, -np.inf
     attend = family(device)
-    o = on(device, attend.attention, q, k, v, None, causal, bias=bias)
-    grads = on(device, attend.attention_backward, g, o, q, k, v, None, causal, bias=bias)
-    dz = on(device, attend.attention_bias_backward, g, o, q, k, v, None, causal, bias=bias)
+    o = on_device(device, attend.attention, q, k, v, None, causal, bias=bias)
+    grads = on_device(device, attend.attention_backward, g, o, q, k, v, None, causal, bias=bias)
+    dz = on_device(device, attend.attention_bias_backward, g, o, q, k, v, None, causal, bias=bias)
     expected = reference(q, k, v, None, causal, g, bias=bias)
     got = o, grads[0, ..., :TQ, :D], grads[1, ..., :TK, :D], grads[2, ..., :TK, :DV], dz
     for a, b, name in zip(got, expected, ("o", "dq", "dk", "dv", "dz")):
@@ -192,7 +185,7 @@ def test_log_sum_exp_and_block_backward_on_every_device(layout, device, rng):
     L and D."""
     q, k, v, g, mask = make_small(rng)
     attend = family(device)
-    o, lse = on(device, attend.attention_lse, *(in_layout(layout, x) for x in (q, k, v)), mask, True, layout=layout)
+    o, lse = on_device(device, attend.attention_lse, *(in_layout(layout, x) for x in (q, k, v)), mask, True, layout=layout)
     z = scores(q, k, mask, True)
     expected = log_sum_exp(z)
     o, lse = in_layout(layout, o), in_layout(layout, lse, rows=True)
@@ -201,7 +194,7 @@ def test_log_sum_exp_and_block_backward_on_every_device(layout, device, rng):
     assert np.isneginf(expected[0]).all() and np.isfinite(expected[1]).all()
     np.testing.assert_allclose(lse, expected, rtol=1e-12)
     delta = rng.standard_normal(expected.shape)
-    grads = in_layout(layout, on(device, attend.attention_block_backward,
+    grads = in_layout(layout, on_device(device, attend.attention_block_backward,
                                  *(in_layout(layout, x) for x in (g, q, k, v)),
                                  *(in_layout(layout, x, rows=True) for x in (expected, delta)), mask, True,
                                  layout=layout))
@@ -213,9 +206,9 @@ def test_log_sum_exp_and_block_backward_on_every_device(layout, device, rng):
 def test_shapes_and_layouts_the_kernels_do_not_take_are_refused(device):
     attend = family(device)
     with pytest.raises(ValueError, match="one batch shape"):
-        on(device, attend.attention, np.zeros((2, 3, 4)), np.zeros((1, 3, 4)), np.zeros((1, 3, 4)))
+        on_device(device, attend.attention, np.zeros((2, 3, 4)), np.zeros((1, 3, 4)), np.zeros((1, 3, 4)))
     with pytest.raises(ValueError, match="layout"):
-        on(device, attend.attention, *(np.zeros((1, 3, 2, 4)),) * 3, layout="tbhd")
+        on_device(device, attend.attention, *(np.zeros((1, 3, 2, 4)),) * 3, layout="tbhd")
 
 
 @pytest.mark.parametrize("device", [pytest.param("cuda", marks=pytest.mark.cuda)], indirect=True)
@@ -224,7 +217,7 @@ def test_cuda_refuses_heads_wider_than_it_holds(device):
     from ops.cuda.launch import HEAD_DIM_MAX
     wide = np.zeros((1, 2, HEAD_DIM_MAX + 1))
     with pytest.raises(ValueError, match=f"up to {HEAD_DIM_MAX} features"):
-        on(device, family(device).attention, wide, wide, wide)
+        on_device(device, family(device).attention, wide, wide, wide)
 
 
 @pytest.mark.parametrize("case", CASES)

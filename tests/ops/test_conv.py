@@ -10,6 +10,7 @@ from attngraph.errors import DTypeError, ShapeError
 from attngraph.inspect import gradcheck
 from attngraph.inspect.flops import total_flops
 from ops.cpu import conv
+from tests.conftest import on_device
 
 NAN, INF = np.nan, np.inf
 # torch.nn.functional.conv2d(x, w, b, stride=(1, 2), padding=(1, 1), dilation=(2, 1)) in float64 with
@@ -102,11 +103,6 @@ def reference_max_pool_grad(g, x, kernel, stride):
     return unpool(g[..., None] * (np.arange(win.shape[-1]) == winner[..., None]), x.shape, kernel, stride)
 
 
-def kernel(device, name, *arrays, **attrs):
-    """The device's kernel ``name`` on host arrays, its result back on the host."""
-    return device.get(device.kernels[name](*(device.put(a) for a in arrays), **attrs))
-
-
 def torch_case():
     x = np.sin(np.arange(40.0)).reshape(1, 2, 4, 5)
     return x, np.cos(np.arange(36.0)).reshape(3, 2, 2, 3), np.array([0.5, -1.0, 2.0])
@@ -135,11 +131,11 @@ def test_conv2d_kernels_match_the_definition(x_shape, w_shape, stride, padding, 
     <g, conv(x, w)> = <conv2d_input_grad(g, w), x> = <conv2d_weight_grad(g, x), w>."""
     x, w = rng.standard_normal(x_shape), rng.standard_normal(w_shape)
     attrs = {"stride": stride, "padding": padding, "dilation": dilation}
-    y = kernel(device, "conv2d", x, w, **attrs)
+    y = on_device(device, "conv2d", x, w, **attrs)
     np.testing.assert_allclose(y, reference_conv2d(x, w, **attrs), atol=1e-12)
     g = rng.standard_normal(y.shape)
-    dx = kernel(device, "conv2d_input_grad", g, w, x, **attrs)
-    dw = kernel(device, "conv2d_weight_grad", g, x, kernel=w_shape[2:], **attrs)
+    dx = on_device(device, "conv2d_input_grad", g, w, x, **attrs)
+    dw = on_device(device, "conv2d_weight_grad", g, x, kernel=w_shape[2:], **attrs)
     want_dx, want_dw = reference_conv2d_grads(g, x, w, **attrs)
     np.testing.assert_allclose(dx, want_dx, atol=1e-12)
     np.testing.assert_allclose(dw, want_dw, atol=1e-12)
@@ -153,13 +149,13 @@ def test_pooling_kernels_match_the_definition(size, stride, device, rng):
     """Max pooling exactly (the first largest wins, NaN over all); inputs in no window (the "gaps" case) get no
     gradient."""
     x, win = POOL_EDGES, windows(POOL_EDGES, size, stride)
-    y = kernel(device, "max_pool2d", x, kernel=size, stride=stride)
+    y = on_device(device, "max_pool2d", x, kernel=size, stride=stride)
     np.testing.assert_array_equal(y, win.max(-1))
     g = rng.standard_normal(y.shape)
-    np.testing.assert_allclose(kernel(device, "max_pool2d_grad", g, x, kernel=size, stride=stride),   # zeros exact
+    np.testing.assert_allclose(on_device(device, "max_pool2d_grad", g, x, kernel=size, stride=stride),   # zeros exact
                                reference_max_pool_grad(g, x, size, stride), rtol=1e-15, atol=0)
-    np.testing.assert_allclose(kernel(device, "avg_pool2d", x, kernel=size, stride=stride), win.mean(-1), rtol=1e-12)
-    np.testing.assert_allclose(kernel(device, "avg_pool2d_grad", g, x, kernel=size, stride=stride),
+    np.testing.assert_allclose(on_device(device, "avg_pool2d", x, kernel=size, stride=stride), win.mean(-1), rtol=1e-12)
+    np.testing.assert_allclose(on_device(device, "avg_pool2d_grad", g, x, kernel=size, stride=stride),
                                unpool(np.repeat(g[..., None] / win.shape[-1], win.shape[-1], -1), x.shape, size,
                                       stride), rtol=1e-12)
 
@@ -168,7 +164,7 @@ def test_max_pooling_gradient_goes_to_the_first_largest_and_to_nan(device):
     """As torch.nn.functional.max_pool2d's: each window's gradient on its first largest element, or its last NaN;
     on its first element when all are −inf."""
     weights = np.arange(1.0, 17.0).reshape(1, 2, 2, 4)
-    dx = kernel(device, "max_pool2d_grad", weights, POOL_EDGES, kernel=(2, 2), stride=(2, 1))
+    dx = on_device(device, "max_pool2d_grad", weights, POOL_EDGES, kernel=(2, 2), stride=(2, 1))
     np.testing.assert_array_equal(dx[0], [[[0, 3, 0, 0, 0], [0, 0, 0, 7, 0], [0, 11, 0, 7, 8], [0, 0, 0, 0, 0]],
                                           [[9, 0, 0, 12, 0], [0, 0, 21, 0, 0], [0, 0, 29, 0, 16], [13, 0, 0, 0, 0]]])
 

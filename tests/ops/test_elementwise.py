@@ -8,6 +8,7 @@ from scipy import special
 
 from ops.cpu import elementwise as ew
 from ops.cpu import gelu
+from tests.conftest import on_device
 
 TOL = {np.float32: dict(rtol=2e-6, atol=1e-6), np.float64: dict(rtol=1e-13, atol=1e-15)}
 
@@ -35,17 +36,12 @@ SHAPES = [((3, 1, 5), (4, 5)), ((7,), (7,)), ((), (2, 3)), ((2, 3), ()), ((0, 3)
 LOGICAL = {"logical_and": np.logical_and, "logical_or": np.logical_or}
 
 
-def kernel(device, name, *arrays):
-    """The device's kernel ``name`` on the host arrays, its result back on the host."""
-    return device.get(device.kernels[name](*(device.put(a) for a in arrays)))
-
-
 @pytest.mark.parametrize("name", UNARY)
 def test_unary(name, dtype, device, rng):
     x = (rng.standard_normal((3, 7)) * 3).astype(dtype)
     if name in ("log", "sqrt"):
         x = np.abs(x) + dtype(0.1)
-    y = kernel(device, name, x)
+    y = on_device(device, name, x)
     assert y.dtype == dtype and y.shape == x.shape
     np.testing.assert_allclose(y, UNARY[name](x.astype(np.float64)), **TOL[dtype])
 
@@ -65,7 +61,7 @@ def operands(rng, name, shapes, dtype):
 @pytest.mark.parametrize("name", [*BINARY, *COMPARE, *LOGICAL])
 def test_binary_broadcasts(name, shapes, dtype, device, rng):
     a, b = operands(rng, name, shapes, dtype)
-    y = kernel(device, name, a, b)
+    y = on_device(device, name, a, b)
     assert y.shape == np.broadcast_shapes(*shapes) and y.flags.c_contiguous
     if name in BINARY:
         assert y.dtype == dtype
@@ -79,7 +75,7 @@ def test_binary_broadcasts(name, shapes, dtype, device, rng):
 def test_comparisons_give_bool(name, dtype, device):
     a = np.array([[1, 2, 3], [3, 2, 1]], dtype)
     b = np.array([2, 2, np.nan], dtype)
-    y = kernel(device, name, a, b)
+    y = on_device(device, name, a, b)
     assert y.dtype == np.bool_
     np.testing.assert_array_equal(y, COMPARE[name](a, b))
 
@@ -87,18 +83,18 @@ def test_comparisons_give_bool(name, dtype, device):
 def test_logical_and_where(device):
     a = np.array([[True], [False]])
     b = np.array([True, False, True])
-    np.testing.assert_array_equal(kernel(device, "logical_and", a, b), a & b)
-    np.testing.assert_array_equal(kernel(device, "logical_or", a, b), a | b)
-    np.testing.assert_array_equal(kernel(device, "logical_not", b), ~b)
+    np.testing.assert_array_equal(on_device(device, "logical_and", a, b), a & b)
+    np.testing.assert_array_equal(on_device(device, "logical_or", a, b), a | b)
+    np.testing.assert_array_equal(on_device(device, "logical_not", b), ~b)
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    y = kernel(device, "where", b, x, np.asarray(np.float32(-1)))
+    y = on_device(device, "where", b, x, np.asarray(np.float32(-1)))
     assert y.dtype == np.float32
     np.testing.assert_array_equal(y, np.where(b, x, -1))
 
 
 def test_where_takes_a_boolean_condition_and_broadcasts(device, rng):
     cond, a, b = rng.random((2, 1, 5)) > 0.5, rng.standard_normal((3, 1)), rng.standard_normal(())
-    y = kernel(device, "where", cond, a, b)
+    y = on_device(device, "where", cond, a, b)
     assert y.dtype == np.float64
     np.testing.assert_array_equal(y, np.where(cond, a, b))
 
@@ -131,16 +127,16 @@ def test_float32_stays_float32_after_float64_was_compiled():
 def test_0d_inputs_give_0d_arrays(dtype, device):
     a = np.asarray(dtype(2))
     for name in ("add", "exp", "less"):
-        y = kernel(device, name, a) if name == "exp" else kernel(device, name, a, a)
+        y = on_device(device, name, a) if name == "exp" else on_device(device, name, a, a)
         assert isinstance(y, np.ndarray) and y.shape == ()
-    total = kernel(device, "add", a, a)
+    total = on_device(device, "add", a, a)
     assert total.dtype == dtype and total == 4
 
 
 def test_empty_and_transposed_inputs(dtype, device):
-    assert kernel(device, "add", np.ones((0, 3), dtype), np.ones(3, dtype)).shape == (0, 3)
+    assert on_device(device, "add", np.ones((0, 3), dtype), np.ones(3, dtype)).shape == (0, 3)
     x = np.arange(12, dtype=dtype).reshape(3, 4).T
-    y = kernel(device, "tanh", x)
+    y = on_device(device, "tanh", x)
     assert y.flags.c_contiguous
     np.testing.assert_allclose(y, np.tanh(x.astype(np.float64)), **TOL[dtype])
 
@@ -149,10 +145,10 @@ def test_nan_propagates_quietly(dtype, device):
     x = np.array([np.nan, -np.inf, -0.0, -1, 2, np.inf], dtype)
     zero = np.zeros(1, dtype)
     with np.errstate(invalid="raise"):
-        np.testing.assert_array_equal(kernel(device, "relu", x), [np.nan, 0, 0, 0, 2, np.inf])
-        np.testing.assert_array_equal(kernel(device, "maximum", x, zero), [np.nan, 0, 0, 0, 2, np.inf])
-        np.testing.assert_array_equal(kernel(device, "minimum", x, zero), [np.nan, -np.inf, -0.0, -1, 0, 0])
-        assert not kernel(device, "less", x, zero)[0] and not kernel(device, "greater_equal", x, zero)[0]
+        np.testing.assert_array_equal(on_device(device, "relu", x), [np.nan, 0, 0, 0, 2, np.inf])
+        np.testing.assert_array_equal(on_device(device, "maximum", x, zero), [np.nan, 0, 0, 0, 2, np.inf])
+        np.testing.assert_array_equal(on_device(device, "minimum", x, zero), [np.nan, -np.inf, -0.0, -1, 0, 0])
+        assert not on_device(device, "less", x, zero)[0] and not on_device(device, "greater_equal", x, zero)[0]
 
 
 def test_ieee_edges(dtype):

@@ -3,13 +3,10 @@ against their sums, float32 against float64, constant rows and rows whose square
 import numpy as np
 import pytest
 
+from tests.conftest import on_device
+
 TOL = {np.float32: dict(rtol=1e-5, atol=1e-5), np.float64: dict(rtol=1e-12, atol=1e-12)}
 SHAPES = [(3, 7), (2, 3, 5), (2, 3, 11), (2, 3, 1), (1, 1), (6,), (0, 4)]   # 11: a row over the simulator's 8 threads
-
-
-def kernel(device, name, *arrays, **attrs):
-    """The device's kernel ``name`` on host arrays (None passes as no parameter), its result back on the host."""
-    return device.get(device.kernels[name](*(None if a is None else device.put(a) for a in arrays), **attrs))
 
 
 def reference(x, weight, bias, eps):
@@ -25,7 +22,7 @@ def reference(x, weight, bias, eps):
 def test_forward(shape, affine, eps, dtype, device, rng):
     x = (rng.standard_normal(shape) * 3 + 1).astype(dtype)
     weight, bias = (rng.standard_normal((2, shape[-1])).astype(dtype) if affine else (None, None))
-    y = kernel(device, "layer_norm", x, weight, bias, eps)
+    y = on_device(device, "layer_norm", x, weight, bias, eps)
     assert y.dtype == dtype and y.shape == x.shape
     np.testing.assert_allclose(y, reference(x, weight, bias, eps), **TOL[dtype])
 
@@ -37,7 +34,7 @@ def test_backward_matches_finite_differences(shape, affine, device, rng, numeric
     weight = rng.standard_normal(shape[-1]) if affine else None
     g = rng.standard_normal(x.shape)
     expected = numeric_grad(lambda v: (reference(v, weight, None, 1e-3) * g).sum(), x)
-    np.testing.assert_allclose(kernel(device, "layer_norm_grad", g, x, weight, 1e-3), expected, atol=1e-7)
+    np.testing.assert_allclose(on_device(device, "layer_norm_grad", g, x, weight, 1e-3), expected, atol=1e-7)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
@@ -45,7 +42,7 @@ def test_backward_matches_finite_differences(shape, affine, device, rng, numeric
 def test_parameter_gradients_are_the_row_sums_of_g_times_the_normalized_x_and_of_g(width, dtype, device, rng):
     x, g = (rng.normal(3, 2, (2, 3, width)).astype(dtype) for _ in range(2))
     normal = reference(x, None, None, 1e-5).reshape(-1, width)
-    got = kernel(device, "layer_norm_params_grad", g, x)
+    got = on_device(device, "layer_norm_params_grad", g, x)
     assert got.dtype == dtype and got.shape == (2, width)
     g = g.astype(np.float64).reshape(-1, width)
     np.testing.assert_allclose(got, [(g * normal).sum(0), g.sum(0)], **TOL[dtype])
@@ -55,19 +52,19 @@ def test_parameter_gradients_are_the_row_sums_of_g_times_the_normalized_x_and_of
 def test_float32_backward_agrees_with_float64(width, device, rng):
     x, g = rng.normal(3, 2, (2, 2, 3, width))
     weight = rng.standard_normal(width)
-    dx = kernel(device, "layer_norm_grad", *(a.astype(np.float32) for a in (g, x, weight)))
+    dx = on_device(device, "layer_norm_grad", *(a.astype(np.float32) for a in (g, x, weight)))
     assert dx.dtype == np.float32
     # width 1: x - mean is 0 up to rounding, which rstd = 1/sqrt(eps) ~ 316 would amplify in float32
-    np.testing.assert_allclose(dx, kernel(device, "layer_norm_grad", g, x, weight), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dx, on_device(device, "layer_norm_grad", g, x, weight), rtol=1e-4, atol=1e-4)
 
 
 def test_float32_backward_and_constant_rows(device, rng):
     x = np.vstack([np.full(5, 3.0), rng.standard_normal(5)]).astype(np.float32)
     g = rng.standard_normal(x.shape).astype(np.float32)
-    y, dx = kernel(device, "layer_norm", x, None, None, 1e-5), kernel(device, "layer_norm_grad", g, x, None, 1e-5)
+    y, dx = on_device(device, "layer_norm", x, None, None, 1e-5), on_device(device, "layer_norm_grad", g, x, None, 1e-5)
     assert dx.dtype == np.float32 and np.all(np.isfinite(y)) and np.all(np.isfinite(dx))
     np.testing.assert_array_equal(y[0], 0)
-    dx64 = kernel(device, "layer_norm_grad", g.astype(np.float64), x.astype(np.float64), None, 1e-5)
+    dx64 = on_device(device, "layer_norm_grad", g.astype(np.float64), x.astype(np.float64), None, 1e-5)
     np.testing.assert_allclose(dx, dx64, rtol=1e-4, atol=1e-4)
 
 
@@ -82,7 +79,7 @@ def test_a_finite_row_whose_squares_overflow_float32_is_normalized(device):
     rstd = 1 / np.sqrt(x64.var(1, keepdims=True) + 1e-5)
     normal = (x64 - x64.mean(1, keepdims=True)) * rstd
     want_dx = rstd * (g - g.mean(1, keepdims=True) - normal * (g * normal).mean(1, keepdims=True))
-    y = kernel(device, "layer_norm", x)
+    y = on_device(device, "layer_norm", x)
     np.testing.assert_allclose(y, normal, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(y[0, :2], [2 ** 0.5, -(2 ** 0.5)], rtol=1e-6)
-    np.testing.assert_allclose(kernel(device, "layer_norm_grad", g, x), want_dx, rtol=1e-5, atol=1e-12)
+    np.testing.assert_allclose(on_device(device, "layer_norm_grad", g, x), want_dx, rtol=1e-5, atol=1e-12)
