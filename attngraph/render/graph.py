@@ -4,7 +4,10 @@ The picture (``picture.py``) decides what is drawn; this file writes it as DOT: 
 box (title, key attributes, folded parameters and constants, output shape × dtype, parameter count),
 nested clusters per module call, edges labelled with the shape they carry (and the input slot of a
 non-commutative op) and as wide as the logarithm of its size, a legend of the styles in use, and a footer
-with the parameter totals and FLOPs (``attngraph.inspect.summary``'s numbers).
+with the parameter totals and FLOPs (``attngraph.inspect.summary``'s numbers). In the ``both`` view no edge
+crosses from one pass to the other: a backward box lists the forward boxes it reads (``reads: n12 softmax,
+layers.0.attn``), so the backward pass is laid out beside the forward one, as in the viewer, instead of
+below it with a fan of long edges.
 
 Options, shared by all three entry points:
 
@@ -127,11 +130,9 @@ def to_dot(graph: Graph, view: str = "forward", depth: int | None = None, roll: 
                            node_attr=style.NODE, edge_attr=style.EDGE)
     draw.cluster(dot, ())
     for e in pic.edges:
-        saved = _is_backward(e.head) and not _is_backward(e.tail)
-        dot.edge(e.tail.id, e.head.id, label="" if saved else draw.edge_label(e),
-                 penwidth=style.edge_width(draw.size(e.value)), **style.edge_style(_is_backward(e.head), saved))
-    for forward, backward in pic.ties:
-        dot.edge(forward.id, backward.id, **style.TIE)
+        if not _crosses(e):
+            dot.edge(e.tail.id, e.head.id, label=draw.edge_label(e), penwidth=style.edge_width(draw.size(e.value)),
+                     **style.edge_style(_is_backward(e.head)))
     dot.node("legend", draw.legend(), shape="plaintext", margin="0")
     return dot
 
@@ -147,6 +148,9 @@ class _Drawing:
         self.boxes: dict[tuple, list[Box]] = {}
         for box in pic.boxes:
             self.boxes.setdefault(box.cluster, []).append(box)
+        self.reads: dict[Box, list[Box]] = {}      # backward box -> the forward boxes whose values it reads
+        for e in filter(_crosses, pic.edges):
+            self.reads.setdefault(e.head, []).append(e.tail)
 
     def size(self, node: Node) -> int:
         return math.prod(resolve_shape(node.shape, self.bindings))
@@ -201,6 +205,7 @@ class _Drawing:
             rows.append(_small(self.norm_text(gradient_target(node.name)).strip()))
         if node.grad_of is not None:
             rows.append(_small(f"∂ {node.grad_of.label} {node.grad_of.op}", style.BACKWARD))
+        rows.append(self.reads_text(box))
         return _table(r for r in rows if r)
 
     def module_label(self, box: Box) -> str:
@@ -222,9 +227,15 @@ class _Drawing:
                        + (f"  ‖∇‖={math.hypot(*norms):.3g}" if norms else "")) if params else "",
                 _small(", ".join(shapes[:2]) + (" …" if len(shapes) > 2 else ""))]
         if held:
-            rows.append(_small("→ " + ", ".join(held[:3]) + (f" +{len(held) - 3} more" if len(held) > 3 else ""),
-                               "#31a354"))
+            rows.append(_small(_listed("→ ", held), "#31a354"))
+        rows.append(self.reads_text(box))
         return _table(r for r in rows if r)
+
+    def reads_text(self, box: Box) -> str:
+        """The forward boxes whose values a backward box reads: ``reads: n12 softmax, layers.0.attn``."""
+        names = [b.module.scope if b.module else f"{b.node.label} {b.node.op}" if b.node.kind == "call"
+                 else b.node.name for b in self.reads.get(box, [])]
+        return _small(_listed("reads: ", list(dict.fromkeys(names))), style.READS) if names else ""
 
     def source_text(self, x: Node) -> str:
         """A folded input: ``weight 16×16 f32  ‖∇‖=0.031``, ``0.125``, ``const 16 f32`` or ``rng_seed``."""
@@ -265,7 +276,7 @@ class _Drawing:
         families = {style.family_of(n.op) for b in self.pic.boxes if not b.module for n in b.nodes if n.kind == "call"}
         return style.legend([k for k in style.KINDS if k in kinds], [k for k in style.FOLDED if k in folded],
                             [f for f in style.FAMILIES if f in families] + sorted(families - set(style.FAMILIES)),
-                            any(map(_is_backward, self.pic.boxes)))
+                            any(map(_is_backward, self.pic.boxes)), bool(self.reads))
 
 
 def _footer(graph: Graph, view: str, bindings: dict[str, int], pic: Picture) -> str:
@@ -283,6 +294,16 @@ def _slots(node: Node) -> bool:
     """Whether the order of the node's inputs matters and so is shown: ``[0]``, ``[1]``, ... (a fused node's
     formula names its inputs so)."""
     return node.kind == "call" and node.op not in style.COMMUTATIVE and len(node.inputs) > 1
+
+
+def _listed(prefix: str, names: list[str], shown: int = 3) -> str:
+    """``→ a, b, c +2 more``: the first ``shown`` names."""
+    return prefix + ", ".join(names[:shown]) + (f" +{len(names) - shown} more" if len(names) > shown else "")
+
+
+def _crosses(e: Edge) -> bool:
+    """Whether the edge carries a forward value into the backward pass (drawn as a ``reads:`` row, not a line)."""
+    return _is_backward(e.head) and not _is_backward(e.tail)
 
 
 def _is_backward(box: Box) -> bool:

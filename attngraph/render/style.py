@@ -39,8 +39,7 @@ EDGE = dict(fontname="Helvetica", fontsize="7", fontcolor="#555555", color="#555
 CLUSTER = dict(style="rounded", color="#9e9ac8", fontcolor="#3f007d", fontsize="9", labeljust="l")
 BACKWARD_CLUSTER = dict(style="rounded,dashed", color="#f4a582", fontcolor=BACKWARD, fontsize="9", labeljust="l")
 BACKWARD_EDGE = dict(color="#d6604d")
-SAVED = dict(color="#bbbbbb", fontcolor="#aaaaaa")
-TIE = dict(style="dotted", color="#999999", arrowhead="none", constraint="false")
+READS = "#888888"       # text of the forward values a backward box reads (drawn in it, not as edges)
 
 
 def node_style(kind: str, op: str, backward: bool) -> dict:
@@ -63,10 +62,9 @@ def family_style(family: str) -> tuple[str, str]:
     return FAMILIES.get(family, (family, "#ffffff"))
 
 
-def edge_style(backward: bool, saved: bool) -> dict:
-    """Edges of the backward pass are red; forward values it reads (``saved``) are faint, so that the two
-    passes stay apart."""
-    return SAVED if saved else BACKWARD_EDGE if backward else {}
+def edge_style(backward: bool) -> dict:
+    """Edges of the backward pass are red."""
+    return BACKWARD_EDGE if backward else {}
 
 
 def edge_width(elements: int) -> str:
@@ -74,14 +72,16 @@ def edge_width(elements: int) -> str:
     return f"{min(0.6 + 0.5 * math.log10(max(elements, 1)), 4.0):.2f}"
 
 
-def legend(kinds: list[str], folded: list[str], families: list[str], backward: bool) -> str:
+def legend(kinds: list[str], folded: list[str], families: list[str], backward: bool, reads: bool) -> str:
     """An HTML-table label explaining the styles in use: box kinds, sources folded into their users' boxes,
-    op families and the backward pass."""
+    op families, the backward pass and the forward values it reads."""
     rows = [f'<TR><TD BGCOLOR="{KINDS[k]["fillcolor"]}" COLOR="{KINDS[k]["color"]}">{k}</TD></TR>' for k in kinds]
     rows += [f'<TR><TD><FONT COLOR="{FOLDED[k]}">{k} (inside its user)</FONT></TD></TR>' for k in folded]
     rows += [f'<TR><TD BGCOLOR="{colour}">{html.escape(label)}</TD></TR>' for label, colour in map(family_style,
                                                                                                      families)]
     if backward:
         rows.append(f'<TR><TD COLOR="{BACKWARD}"><FONT COLOR="{BACKWARD}">∇ backward pass</FONT></TD></TR>')
+    if reads:
+        rows.append(f'<TR><TD><FONT COLOR="{READS}">reads: forward boxes it uses</FONT></TD></TR>')
     return ('<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="2" CELLPADDING="3" COLOR="#999999">'
             '<TR><TD BORDER="0"><B>legend</B></TD></TR>' + "".join(rows) + "</TABLE>>")

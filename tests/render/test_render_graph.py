@@ -9,6 +9,7 @@ import pytest
 import attngraph as ag
 from attngraph.core.primitive import REGISTRY
 from attngraph.inspect import format_count
+from attngraph.inspect.calls import is_backward
 from attngraph.inspect.summary import shape_text
 from attngraph.render import RenderError, render_graph, to_dot, to_svg
 from attngraph.render.style import FAMILIES
@@ -32,13 +33,11 @@ def texts(element) -> list[str]:
 
 
 def drawn(svg: str) -> nx.DiGraph:
-    """The boxes and the solid edges (not the dotted ties) of a drawing."""
+    """The boxes and the edges of a drawing."""
     root = parse(svg)
     g = nx.DiGraph()
     g.add_nodes_from(t for t in groups(root, "node") if t != "legend")
-    for title, element in groups(root, "edge").items():
-        if element.find(f"{SVG}path").get("stroke-dasharray") is None:
-            g.add_edge(*title.split("->"))
+    g.add_edges_from(title.split("->") for title in groups(root, "edge"))
     return g
 
 
@@ -151,12 +150,25 @@ def test_backward_view_holds_a_gradient_node_for_every_parameter(model):
     assert any(t.startswith("∂ n") for t in labels)    # backward boxes name the node they differentiate
 
 
-def test_both_view_ties_the_backward_pass_to_the_forward_pass(model):
-    svg = to_svg(loss_graph(model).grad(), view="both", depth=3)
-    root = parse(svg)
-    ties = [t for t, e in groups(root, "edge").items() if e.find(f"{SVG}path").get("stroke-dasharray")]
-    assert ties and nx.is_directed_acyclic_graph(drawn(svg))
-    assert "∇ layers.0" in texts(root) and "layers.0" in texts(root)
+def test_both_view_draws_the_backward_pass_beside_the_forward_one_naming_what_it_reads(model):
+    grads = loss_graph(model).grad()
+    svg = to_svg(grads, view="both", depth=3)
+    root, node = parse(svg), {n.id: n for n in grads.nodes}
+    boxes = {title: node[int(title[1:])] for title in drawn(svg)}     # a box: its (first) node, n17 or m17
+    assert not [e for e in drawn(svg).edges if is_backward(boxes[e[1]]) and not is_backward(boxes[e[0]])]
+    middle = {title: np.mean([float(t.get("x")) for t in g.iter(f"{SVG}text")])
+              for title, g in groups(root, "node").items() if title in boxes}
+    assert max(x for t, x in middle.items() if not is_backward(boxes[t])) < \
+        min(x for t, x in middle.items() if is_backward(boxes[t]))
+    label = {title: texts(g) for title, g in groups(root, "node").items()}
+    grad_of_residual = next(t for t, n in boxes.items() if t.startswith("m") and n.scope == "layers.1.norm2"
+                            and is_backward(n))
+    residual = max((n for n in boxes.values() if n.op == "add" and n.scope == "layers.1"), key=lambda n: n.id)
+    assert f"reads: {residual.label} add" in label[grad_of_residual]    # norm2's gradient reads norm2's input
+    grad_of_loss = next(t for t, n in boxes.items() if n.grad_of is not None and n.grad_of.op == "cross_entropy")
+    assert "targets" in label[grad_of_loss][-1]
+    assert "reads: forward boxes it uses" in label["legend"] and "∇ layers.0" in texts(root)
+    assert nx.is_directed_acyclic_graph(drawn(svg))
 
 
 def test_gradient_norms_after_a_training_step_and_parameter_nodes(model):
