@@ -151,6 +151,8 @@ class _Drawing:
         self.reads: dict[Box, list[Box]] = {}      # backward box -> the forward boxes whose values it reads
         for e in filter(_crosses, pic.edges):
             self.reads.setdefault(e.head, []).append(e.tail)
+        self.in_step = {path[-1] for path in [*pic.clusters, *(b.cluster + (b.module,) for b in pic.boxes if b.module)]
+                        if any(c in pic.steps for c in path[:-1])}     # calls drawn inside a rolled loop's step
 
     def size(self, node: Node) -> int:
         return math.prod(resolve_shape(node.shape, self.bindings))
@@ -170,7 +172,8 @@ class _Drawing:
 
     def title(self, call: Call) -> str:
         """The call's name inside its parent's cluster: ``attn``, ``layers.0``, ``∇ norm1``, ``cell (call 3
-        of 9)``, ``layers.0 … layers.5 ×6``, ``step ×10`` (a loop's first step; the others are not drawn)."""
+        of 9)`` (but ``cell`` inside a ``step ×9``), ``layers.0 … layers.5 ×6``, ``step ×10`` (a loop's first
+        step; the others are not drawn)."""
         if call in self.pic.steps:
             return ("∇ " if call.backward else "") + self.pic.steps[call]
         chain = self.pic.copies.get(call, [call])
@@ -178,7 +181,7 @@ class _Drawing:
         if len(chain) > 1:
             text += f" ×{len(chain)}"
         calls = self.pic.calls[(call.scope, call.backward)]
-        if calls > 1:
+        if calls > 1 and call not in self.in_step:
             text += f" (call {call.index + 1} of {calls})"
         return ("∇ " if call.backward else "") + text
 
