@@ -1,7 +1,8 @@
 """NaN and Inf through the numeric kernels (CPU), as PyTorch 2.13 gives them unless the kernels' docstrings
 say otherwise: a NaN or +inf among the entries a softmax row takes part in makes that row NaN, forward and
 backward, and nothing else; masked-out entries never matter; layer norm of a NaN row is NaN, of a constant row
-exactly its bias; GELU saturates to 0 or x with gradient 0 or 1. The CUDA twins: tests/cuda/test_nonfinite.py.
+exactly its bias; GELU saturates to 0 or x with gradient 0 or 1. The last section checks the same semantics on
+every device, each against a float64 NumPy reference.
 """
 import numpy as np
 import pytest
@@ -12,6 +13,8 @@ from ops.cpu import cross_entropy as xent
 from ops.cpu import gelu as gl
 from ops.cpu import layer_norm as ln
 from ops.cpu import softmax as sm
+from tests.conftest import on_device
+from tests.ops import test_attention, test_gelu
 
 DTYPES = pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
 BAD = pytest.mark.parametrize("bad", [np.nan, np.inf], ids=["nan", "inf"])
@@ -356,3 +359,156 @@ def test_reductions_see_nan_and_inf_anywhere_in_a_long_row(dtype, reduce, bad):
         want = getattr(np, reduce)(x, axis=-1)
     got = ag.trace(lambda x: getattr(ag, reduce)(x, -1), x=x).compile()(x=x)
     np.testing.assert_allclose(got, want, rtol=1e-5, equal_nan=True)
+
+
+# every device: the semantics above on inputs holding clean rows beside bad ones, against float64 NumPy
+
+# The CUDA simulator computes on NumPy scalars, which warn where a GPU quietly makes NaN or inf.
+SIMULATOR_WARNS = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+def close(got, want, dtype):
+    """Equal to the float64 reference, NaN exactly where it is NaN."""
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, **(dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else
+                                             dict(rtol=1e-12, atol=1e-14)))
+
+
+def masked_softmax(x, mask):
+    """softmax and log_softmax over the allowed entries in float64, 0 at the others; a row whose allowed
+    entries hold NaN or +inf is NaN (inf − inf)."""
+    with np.errstate(invalid="ignore"):
+        z = np.where(mask, x.astype(np.float64), -np.inf)
+        shifted = z - z.max(-1, keepdims=True)
+        log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    return np.where(mask, np.exp(log_p), 0), np.where(mask, log_p, 0)
+
+
+@SIMULATOR_WARNS
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@DTYPES
+@BAD
+def test_softmax_rows_with_nan_or_inf_and_masked_ones_on_every_device(name, dtype, bad, device, rng):
+    """Row 0 holds a bad score it takes part in and is NaN but for its masked entry; row 1's bad score is
+    masked out and changes nothing; row 2 is clean."""
+    x, g = (rng.standard_normal((3, 6)).astype(dtype) for _ in range(2))
+    mask = np.ones((3, 6), bool)
+    mask[:, 4] = False
+    x[0, 2] = x[1, 4] = bad
+    p, log_p = masked_softmax(x, mask)
+    y = on_device(device, name, x, mask, causal=False)
+    g64 = g.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        if name == "softmax":
+            want, dx = p, on_device(device, "softmax_grad", g, y)
+            want_dx = p * (g64 - (g64 * p).sum(-1, keepdims=True))
+        else:
+            want, dx = log_p, on_device(device, "log_softmax_grad", g, y, mask, causal=False)
+            want_dx = g64 - p * np.where(mask, g64, 0).sum(-1, keepdims=True)
+    for got, expected in ((y, want), (dx, np.where(mask, want_dx, 0))):
+        assert got.dtype == dtype
+        close(got, expected, dtype)
+        assert np.isnan(got[0, [0, 1, 2, 3, 5]]).all() and (got[:, 4] == 0).all() and np.isfinite(got[1:]).all()
+
+
+@SIMULATOR_WARNS
+@DTYPES
+@BAD
+def test_cross_entropy_bad_kept_row_ignored_row_and_minus_inf_on_every_device(dtype, bad, device, rng):
+    """Row 0 kept with a bad logit (loss NaN, its gradient row NaN), row 1 ignored and all bad (gradient 0),
+    row 2 with -inf beside its target (probability 0 there), row 3 clean."""
+    logits = rng.standard_normal((4, 5)).astype(dtype)
+    targets = np.array([1, -100, 3, 0])
+    logits[0, 4] = bad
+    logits[1] = bad
+    logits[2, 0] = -np.inf
+    g = np.asarray(1.5, dtype)
+    assert np.isnan(on_device(device, "cross_entropy", logits, targets, -100))
+    p = masked_softmax(logits, np.ones(logits.shape, bool))[0]
+    kept = (targets >= 0)[:, None]
+    want = np.where(kept, p - np.eye(5)[np.maximum(targets, 0)], 0) * 1.5 / 3
+    grad = on_device(device, "cross_entropy_grad", g, logits, targets, -100)
+    close(grad, want, dtype)
+    assert np.isnan(grad[0]).all() and (grad[1] == 0).all() and grad[2, 0] == 0
+    keep = [1, 2, 3]
+    close(on_device(device, "cross_entropy", logits[keep], targets[keep], -100), -np.log(p[[2, 3], [3, 0]]).mean(),
+          dtype)
+
+
+@SIMULATOR_WARNS
+@DTYPES
+@pytest.mark.parametrize("eps", [1e-5, 0.0])
+def test_layer_norm_bad_and_constant_rows_on_every_device(dtype, eps, device, rng):
+    """Rows: a NaN, an inf, a constant, a clean one. The bad rows are NaN; the constant one is exactly the bias
+    with eps > 0, NaN with eps = 0 (0 / 0); the weight's gradient is NaN (a sum over rows), the bias's not."""
+    x, g = (rng.normal(2, 3, (4, 9)).astype(dtype) for _ in range(2))
+    w, b = (rng.standard_normal(9).astype(dtype) for _ in range(2))
+    x[0, 3], x[1, 8], x[2] = np.nan, np.inf, -31.06
+    x64, g64 = x.astype(np.float64), g.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        centred = x64 - x64.mean(-1, keepdims=True)
+        centred[2] = 0                      # exactly (a float64 mean of nine equal values need not be)
+        rstd = 1 / np.sqrt((centred ** 2).mean(-1, keepdims=True) + eps)
+        xhat = np.where(np.isfinite(rstd), centred * rstd, np.nan)
+        dxhat = g64 * w
+        dx = rstd * (dxhat - dxhat.mean(-1, keepdims=True) - xhat * (dxhat * xhat).mean(-1, keepdims=True))
+    y = on_device(device, "layer_norm", x, w, b, eps=eps)
+    close(y, xhat * w + b, dtype)
+    if eps:
+        np.testing.assert_array_equal(y[2], b)
+    assert np.isnan(y[:2 if eps else 3]).all() and np.isfinite(y[3]).all()
+    close(on_device(device, "layer_norm_grad", g, x, w, eps=eps), np.where(np.isnan(xhat), np.nan, dx), dtype)
+    params = on_device(device, "layer_norm_params_grad", g, x, eps=eps)
+    close(params, np.stack([(g64 * xhat).sum(0), g64.sum(0)]), dtype)
+    assert np.isnan(params[0]).all() and np.isfinite(params[1]).all()
+
+
+@SIMULATOR_WARNS
+@DTYPES
+def test_layer_norm_of_an_empty_last_axis_is_empty_on_every_device(dtype, device):
+    x = np.zeros((2, 0), dtype)
+    assert on_device(device, "layer_norm", x).shape == (2, 0)
+    assert on_device(device, "layer_norm_grad", x, x).shape == (2, 0)
+    assert on_device(device, "layer_norm_params_grad", x, x).shape == (2, 0)
+
+
+@SIMULATOR_WARNS
+@DTYPES
+@pytest.mark.parametrize("exact", [True, False], ids=["erf", "tanh"])
+def test_gelu_saturates_and_keeps_nan_on_every_device(dtype, exact, device):
+    """Beyond |x| = 10, ±inf included, GELU is exactly 0 or x with gradient exactly 0 or g; NaN stays NaN; 0.5,
+    between them, is the float64 formula's."""
+    x = np.array([[-np.inf, -1e30, -40, -10.5, np.nan, 0.5, 10.5, 40, 1e30, np.inf]], dtype)
+    g = np.full_like(x, 2)
+    approximate = "none" if exact else "tanh"
+    y = on_device(device, "gelu", x, None, approximate=approximate)
+    dx = on_device(device, "gelu_grad", g, x, None, approximate=approximate)
+    value, slope = test_gelu.reference(np.array([0.5]), exact)
+    close(y, [[0, 0, 0, 0, np.nan, *value, 10.5, 40, 1e30, np.inf]], dtype)
+    close(dx, [[0, 0, 0, 0, np.nan, *(2 * slope), 2, 2, 2, 2]], dtype)
+    np.testing.assert_array_equal(y[0, 6:], x[0, 6:])
+    np.testing.assert_array_equal(y[0, :4], 0)
+
+
+@SIMULATOR_WARNS
+@DTYPES
+@pytest.mark.parametrize("value", ["inf", "nan"])
+def test_attention_overflowing_scores_seen_and_masked_on_every_device(dtype, value, device, rng):
+    """Finite operands whose scores overflow: queries 0 and 1 meet key 4 with a score of +inf (or inf - inf =
+    NaN); query 0 sees it and its output and dq row are NaN, as are dk and dv (every key is seen by query 0);
+    query 1 does not and, like the others, equals the float64 reference. Their other scores are moderate: the
+    two lie in orthogonal feature planes, so float64 meets no overflow."""
+    q, k, v, g = (rng.standard_normal((1, 5, 3)).astype(dtype) / 2 for _ in range(4))
+    big = 2 * np.finfo(dtype).max ** 0.5
+    q[0, :2], q[0, 2:, :2], k[0, :4, :2] = [big, big, 0], 0, 0
+    k[0, 4] = [big, big if value == "inf" else -big, 0]
+    mask = np.ones((5, 5), bool)
+    mask[1, 4] = False
+    kernels = test_attention.family(device)
+    o = on_device(device, kernels.attention, q, k, v, mask)
+    dq, dk, dv = on_device(device, kernels.attention_backward, g, o, q, k, v, mask)
+    with np.errstate(over="ignore", invalid="ignore"):        # float64 operands near their max overflow too
+        want_o, want_dq, _, _, _ = test_attention.reference(q, k, v, mask, False, g)
+    assert np.isnan(o[0, 0]).all() and np.isnan(dq[0, 0]).all() and np.isnan(dk).all() and np.isnan(dv).all()
+    tol = test_attention.TOL[dtype]
+    np.testing.assert_allclose(o[0, 1:], want_o[0, 1:], **tol)
+    np.testing.assert_allclose(dq[0, 1:], want_dq[0, 1:], **tol)
