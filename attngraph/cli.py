@@ -585,10 +585,12 @@ def _parser() -> argparse.ArgumentParser:
     picture_options(sub)
     sub.add_argument("--out", required=True, help="the file to write; its suffix gives the format")
     view_option(sub)
-    sub.add_argument("--roll", action="store_true", default=None,
-                     help="draw identical consecutive blocks once, marked ×N (default: when the picture is large)")
-    sub.add_argument("--unroll", action="store_false", dest="roll",
-                     help="draw every repeated block and every step of a loop (default: rolled when the picture is large)")
+    rolling = sub.add_mutually_exclusive_group()
+    rolling.add_argument("--roll", action="store_true", default=None,
+                         help="draw identical consecutive blocks and the steps of a loop once, marked ×N "
+                              "(default: when the picture is large)")
+    rolling.add_argument("--unroll", action="store_false", dest="roll",
+                         help="draw every repeated block and every step of a loop")
     sub.add_argument("--parameter-nodes", action="store_true", help="draw parameters as nodes of their own")
     sub.add_argument("--direction", choices=("down", "right"), default="down",
                      help="where the data flows: top to bottom (default) or left to right")

@@ -63,6 +63,15 @@ def test_render_and_summary_of_a_model_file(capsys, tmp_path):
     assert code == 0 and text.splitlines()[2].split()[:3] == ["embed", "1", "B×T"]
 
 
+def test_render_rolls_the_steps_of_a_loop_unless_unrolled(capsys, tmp_path):
+    """Show-Attend-Tell decodes 10 words: one step drawn ×10 by default, all 10 with --unroll."""
+    for option in ("--roll", "--unroll"):
+        assert run(capsys, "render", "show-attend-tell", "--tiny", option, "--out", str(tmp_path / f"{option}.dot"))[0] == 0
+    rolled, unrolled = ((tmp_path / f"{option}.dot").read_text() for option in ("--roll", "--unroll"))
+    assert 'label="step ×10"' in rolled and "(call" not in rolled
+    assert "step ×" not in unrolled and all(f"(call {k} of 10)" in unrolled for k in range(1, 11))
+
+
 def test_check_grads(capsys):
     code, out, _ = run(capsys, "check-grads", SPEC, "--config", "d=4")
     assert code == 0 and "all gradients match" in out and "embed.weight" in out
@@ -156,6 +165,7 @@ def test_demo_help_lists_the_demos_one_line_each(capsys):
     [], ["nonsense"], ["render", "no-such-model", "--out", "x.svg"], ["render", SPEC], ["summary"],
     ["summary", SPEC, "--config", "layers"], ["summary", SPEC, "--config", "width=3"], ["summary", SPEC, "--depth", "0"],
     ["summary", SPEC, "--dim", "Q=3"], ["summary", SPEC, "--dim", "T=zero"], ["render", SPEC, "--out", "x.svg", "--view", "up"],
+    ["render", SPEC, "--out", "x.svg", "--roll", "--unroll"],
     ["summary", "missing.py:SPEC"], ["summary", f"{MODEL_FILE}:NOTHING"], ["check-grads", GRAPH_FUNCTION],
     ["demo", "no-such-demo"], ["warmup", "--dtype", "int8"],
 ])
