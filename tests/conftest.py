@@ -51,10 +51,19 @@ def shared_data():
     return path
 
 
-def run(fn, *arrays):
-    """Trace ``fn`` on inputs shaped like ``arrays`` and run it on them."""
-    graph = ag.trace(lambda **xs: fn(*xs.values()), **{f"x{i}": a for i, a in enumerate(arrays)})
-    return graph.compile()(**{f"x{i}": a for i, a in enumerate(arrays)})
+def run(fn, *arrays, device="cpu"):
+    """Trace ``fn`` on inputs shaped like ``arrays`` and run it on them on ``device`` (a name or a Backend)."""
+    feeds = {f"x{i}": a for i, a in enumerate(arrays)}
+    return ag.trace(lambda **xs: fn(*xs.values()), **feeds).compile(getattr(device, "name", device))(**feeds)
+
+
+def value_and_grad_on(device, fn, *arrays):
+    """(fn(*arrays), its gradient with respect to each array) from ``fn``'s traced gradient graph run on
+    ``device``: ``fn`` returns a scalar."""
+    feeds = {f"x{i}": a for i, a in enumerate(arrays)}
+    graph = ag.trace(lambda **xs: fn(*xs.values()), **feeds).grad(wrt=list(feeds))
+    value, *grads = graph.compile(device.name)(**feeds)
+    return value, grads
 
 
 def on_device(device, kernel, /, *args, **attrs):

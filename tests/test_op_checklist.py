@@ -19,14 +19,15 @@ BACKWARD = {name for name, reason in NO_ONNX_FORM.items() if reason.startswith("
 WITHOUT_WRAPPER = {"argsort": "ag.sort, ag.topk", "gather": "ag.take, ag.embedding", "getitem": "x[index]",
                    "size": "ag.mean, ag.var", "fused": "the elementwise fusion pass",
                    "ring_attention": "attngraph.attention.ring"}
-# primitives that neither the cases of tests/core/test_primitives.py nor the rows of tests/ops/test_op_table.py (run on
-# both devices by tests/cuda/test_executor.py and tests/cuda/test_new_ops.py) reach, and the file that runs them on
-# both devices (or on the CPU, where the op has no CUDA kernel)
+# primitives that neither the cases of tests/core/test_primitives.py (run on both devices by
+# tests/cuda/test_executor.py) nor the rows of tests/ops/test_op_table.py (run on both devices there) reach, and the
+# file that runs them on both devices (or on the CPU, where the op has no CUDA kernel)
 TESTED_ELSEWHERE = {
-    "abs": "tests/cuda/test_new_ops.py", "clip": "tests/cuda/test_new_ops.py", "cos": "tests/cuda/test_new_ops.py",
-    "sin": "tests/cuda/test_new_ops.py", "rsqrt": "tests/cuda/test_new_ops.py", "silu": "tests/cuda/test_new_ops.py",
-    "logsumexp": "tests/cuda/test_new_ops.py",
-    "min": "tests/cuda/test_new_ops.py", "var": "tests/ops/test_reduce.py",
+    "abs": "tests/ops/test_unary_functions.py", "clip": "tests/ops/test_unary_functions.py",
+    "cos": "tests/ops/test_unary_functions.py", "sin": "tests/ops/test_unary_functions.py",
+    "rsqrt": "tests/ops/test_unary_functions.py", "silu": "tests/ops/test_unary_functions.py",
+    "logsumexp": "tests/ops/test_min_logsumexp.py", "min": "tests/ops/test_min_logsumexp.py",
+    "var": "tests/ops/test_reduce.py",
     "argmax": "tests/ops/test_sort.py", "argmin": "tests/ops/test_sort.py", "argsort": "tests/ops/test_sort.py",
     "cumsum": "tests/ops/test_scan.py",
     "arange": "tests/ops/test_positions.py", "relative_distance": "tests/ops/test_positions.py",

@@ -1,5 +1,6 @@
-"""The min and logsumexp reductions: values and gradients against PyTorch's with ties, infinities, NaN and huge
-values, float64 gradient checks, the kernels over axes against NumPy, integer dtypes, and the errors of bad inputs."""
+"""The min and logsumexp reductions on every device: values and gradients against PyTorch's with ties, infinities,
+NaN and huge values, the kernels over axes against NumPy, integer dtypes, an empty axis; on the CPU float64 gradient
+checks and the errors of bad inputs."""
 import warnings
 
 import numpy as np
@@ -9,6 +10,7 @@ import attngraph as ag
 from attngraph.errors import DTypeError, ShapeError
 from attngraph.inspect import gradcheck
 from ops.cpu import reduce
+from tests.conftest import on_device, run, value_and_grad_on
 
 INF, NAN = np.inf, np.nan
 TOL = {np.float32: dict(rtol=2e-6, atol=1e-6), np.float64: dict(rtol=1e-13, atol=1e-15)}
@@ -29,13 +31,13 @@ REDUCTIONS = {"min": ag.min, "logsumexp": ag.logsumexp}
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
 @pytest.mark.parametrize("name", REDUCTIONS)
-def test_reductions_and_gradients_are_pytorchs_with_ties_infinities_nan_and_huge_values(name, dtype):
+def test_reductions_and_gradients_are_pytorchs_with_ties_infinities_nan_and_huge_values(name, dtype, device):
     """Ties share min's gradient evenly; logsumexp neither overflows (1000) nor underflows (−1000)."""
     x = np.array(ROWS, dtype)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        y = ag.trace(lambda x: REDUCTIONS[name](x, 1), x=ag.Input(x.shape, dtype)).compile()(x=x)
-        _, dx = ag.value_and_grad(lambda x: ag.sum(REDUCTIONS[name](x, 1)))(x)
+        y = run(lambda x: REDUCTIONS[name](x, 1), x, device=device)
+        _, (dx,) = value_and_grad_on(device, lambda x: ag.sum(REDUCTIONS[name](x, 1)), x)
     # float32's ulp at 1000.69 (6e-5) makes exp(x − logsumexp) 0.4999855 for the row [1000, 1000, ...], in torch too
     tolerance = {"rtol": 3e-5} if dtype == np.float32 else TOL[dtype]
     for got, want in zip((y, dx), TORCH_REDUCTIONS[name]):
@@ -52,22 +54,25 @@ def test_reduction_gradients_match_central_differences_in_float64(name, rng):
 
 
 @pytest.mark.parametrize("axes, keepdims", [((1,), False), ((0, 2), True), ((0, 1, 2), False), ((2,), True)])
-def test_reduction_kernels_over_axes_match_numpy(axes, keepdims, rng):
+def test_reduction_kernels_over_axes_match_numpy(axes, keepdims, device, rng):
+    """A NaN reaches its reductions, a huge entry overflows none."""
     x = rng.standard_normal((3, 4, 5)).astype(np.float32)
-    np.testing.assert_array_equal(reduce.min(x, axes, keepdims), np.min(x, axis=axes, keepdims=keepdims))
-    shift = np.max(x, axis=axes, keepdims=True)
-    want = np.log(np.sum(np.exp(x - shift), axis=axes, keepdims=True)) + shift
-    got = reduce.logsumexp(x, axes, keepdims)
+    x[0, 0, 0], x[1, 2, 3] = NAN, 1000.0
+    np.testing.assert_array_equal(on_device(device, "min", x, axes, keepdims), np.min(x, axis=axes, keepdims=keepdims))
+    x64 = x.astype(np.float64)
+    shift = np.max(x64, axis=axes, keepdims=True)
+    want = np.log(np.sum(np.exp(x64 - shift), axis=axes, keepdims=True)) + shift
+    got = on_device(device, "logsumexp", x, axes, keepdims)
     assert got.shape == np.min(x, axis=axes, keepdims=keepdims).shape and got.dtype == np.float32
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-6)
 
 
-def test_min_keeps_integer_and_boolean_dtypes_without_overflow():
+def test_min_keeps_integer_and_boolean_dtypes_without_overflow(device):
     ints = np.array([[3, np.iinfo(np.int32).min, 7], [2**31 - 1, 0, -1]], np.int32)
-    assert reduce.min(ints, (1,), False).tolist() == [np.iinfo(np.int32).min, -1]
-    assert reduce.min(ints, (1,), False).dtype == np.int32
+    low = on_device(device, "min", ints, (1,), False)
+    assert low.dtype == np.int32 and low.tolist() == [np.iinfo(np.int32).min, -1]
     flags = np.array([[True, False], [True, True]])
-    y = ag.trace(lambda f: ag.min(f, -1), f=ag.Input((2, 2), bool)).compile()(f=flags)
+    y = run(lambda f: ag.min(f, -1), flags, device=device)
     assert y.dtype == np.bool_ and y.tolist() == [False, True]
 
 
@@ -82,9 +87,8 @@ def test_min_of_every_element_is_a_0d_array_as_max_is():
     assert ag.trace(lambda x: ag.min(x) + 1.0, x=ag.Input(())).compile()(x=np.float32(1.5)) == 2.5
 
 
-def test_logsumexp_over_an_empty_axis_is_minus_infinity_and_min_has_no_value():
-    y = ag.trace(lambda x: ag.logsumexp(x, 1), x=ag.Input((2, 0))).compile()(x=np.zeros((2, 0), np.float32))
-    assert y.tolist() == [-INF, -INF]
+def test_logsumexp_over_an_empty_axis_is_minus_infinity_and_min_has_no_value(device):
+    assert run(lambda x: ag.logsumexp(x, 1), np.zeros((2, 0), np.float32), device=device).tolist() == [-INF, -INF]
     with pytest.raises(ShapeError, match="min over axis 1, of size 0"):
         ag.trace(lambda x: ag.min(x, 1), x=ag.Input((2, 0)))
 

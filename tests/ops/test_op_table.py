@@ -1,8 +1,10 @@
 """The elementwise vocabulary of issue 26 in one table: each op, the reference it must equal (NumPy's own function
 or the formula, in float64), the smooth points where its float64 gradient is checked against central differences,
-and its gradient where PyTorch makes a choice (kinks, ±inf, NaN). Each row runs here on the CPU (float32 and
-float64, 0-d, size-0 axes, broadcasting, NaN and ±inf) and in tests/cuda/test_new_ops.py on CUDA; a function of
-``attngraph.functional.__all__`` that is elementwise and has no row fails the last test."""
+and its gradient where PyTorch makes a choice (kinks, ±inf, NaN). Each row's values (float32 and float64,
+broadcasting, NaN and ±inf) and gradients (at its smooth points against central differences of the reference, and
+PyTorch's at the edges) run on every device (tiny cases on cuda: the simulator); 0-d, size-0 axes and float64
+gradient checks on the CPU. A function of ``attngraph.functional.__all__`` that is elementwise and has no row fails
+the last test."""
 import math
 
 import numpy as np
@@ -12,6 +14,7 @@ import attngraph as ag
 from attngraph.core import functional
 from attngraph.core.primitive import REGISTRY
 from attngraph.inspect.gradcheck import gradcheck
+from tests.conftest import run, value_and_grad_on
 
 INF, NAN = math.inf, math.nan
 X = np.array([-INF, -25.0, -3.0, -2.5, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.5, 3.0, 25.0, INF, NAN])
@@ -105,16 +108,27 @@ def assert_matches(got, want, dtype):
     np.testing.assert_array_equal(np.signbit(got[finite]), np.signbit(want[finite]))
 
 
-def run(fn, *arrays):
-    feeds = {f"x{i}": a for i, a in enumerate(arrays)}
-    return ag.trace(lambda **xs: fn(*xs.values()), **feeds).compile()(**feeds)
+def central_differences(ref, args, i, h=1e-6):
+    """∂ref/∂args[i], elementwise, by central differences of the float64 reference."""
+    def at(step):
+        return ref(*(a + step if j == i else a for j, a in enumerate(args)))
+    return (at(h) - at(-h)) / (2 * h)
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")      # the simulator's NumPy scalars warn at ±inf and NaN
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("name", UNARY)
-def test_unary_values_at_zeros_infinities_and_nan(name, dtype):
+def test_unary_values_at_zeros_infinities_and_nan(name, dtype, device):
     fn, ref, _ = UNARY[name]
-    assert_matches(run(fn, X.astype(dtype)), reference(ref, X.astype(dtype), dtype=dtype), dtype)
+    assert_matches(run(fn, X.astype(dtype), device=device), reference(ref, X.astype(dtype), dtype=dtype), dtype)
+
+
+@pytest.mark.parametrize("name", [n for n, (_, _, points) in UNARY.items() if points is not None])
+def test_unary_gradients_at_smooth_points_are_the_references_slope(name, device):
+    fn, ref, points = UNARY[name]
+    weights = np.linspace(-1.0, 1.5, len(points))
+    _, (grad,) = value_and_grad_on(device, lambda x: ag.sum(fn(x) * weights), points)
+    np.testing.assert_allclose(grad, weights * central_differences(ref, (points,), 0), rtol=1e-6, atol=1e-9)
 
 
 @pytest.mark.parametrize("name", UNARY)
@@ -133,19 +147,30 @@ def test_unary_gradients_pass_gradcheck_in_float64(name):
     gradcheck(lambda x: ag.sum(fn(x) * weights), points).raise_if_failed()
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")      # the simulator's NumPy scalars warn at ±inf and NaN
 @pytest.mark.parametrize("name", EDGE_GRADIENTS)
-def test_gradients_at_kinks_thresholds_and_non_finite_inputs_are_pytorchs(name):
+def test_gradients_at_kinks_thresholds_and_non_finite_inputs_are_pytorchs(name, device):
     points, want = EDGE_GRADIENTS[name]
-    _, grad = ag.value_and_grad(lambda x: ag.sum(UNARY[name][0](x)))(np.array(points))
+    _, (grad,) = value_and_grad_on(device, lambda x: ag.sum(UNARY[name][0](x)), np.array(points))
     np.testing.assert_allclose(grad, want, rtol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")      # the simulator's NumPy scalars warn at ±inf and NaN
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("name", BINARY)
-def test_binary_values_broadcast_over_every_pair_of_edge_values(name, dtype):
+def test_binary_values_broadcast_over_every_pair_of_edge_values(name, dtype, device):
     fn, ref = BINARY[name]
     a, b = X.astype(dtype)[:, None], X.astype(dtype)
-    assert_matches(run(fn, a, b), reference(ref, a, b, dtype=dtype), dtype)
+    assert_matches(run(fn, a, b, device=device), reference(ref, a, b, dtype=dtype), dtype)
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_gradients_broadcast_and_are_the_references_slopes(name, device):
+    fn, ref = BINARY[name]
+    a, b, weights = np.array([[-1.3], [0.4], [2.1]]), np.array([0.7, -2.2]), np.array([1.0, -0.5])
+    _, (da, db) = value_and_grad_on(device, lambda a, b: ag.sum(fn(a, b) * weights), a, b)
+    np.testing.assert_allclose(da, (weights * central_differences(ref, (a, b), 0)).sum(1, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(db, (weights * central_differences(ref, (a, b), 1)).sum(0), rtol=1e-6)
 
 
 @pytest.mark.parametrize("name", BINARY)
@@ -213,26 +238,28 @@ BITWISE = {
 INTS = np.array([-2**31, -7, -2, -1, 0, 1, 2, 7, 2**31 - 1])
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")      # the simulator's NumPy scalars warn at x / 0
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("name", DIVISION)
-def test_division_of_floats_over_every_pair_of_edge_values_is_pythons(name, dtype):
+def test_division_of_floats_over_every_pair_of_edge_values_is_pythons(name, dtype, device):
     """floor division and remainder as Python's // and % (NumPy's), fmod and trunc as C's; x / 0 is IEEE's."""
     fn, ref = DIVISION[name]
     a, b = X.astype(dtype)[:, None], X.astype(dtype)
     with np.errstate(all="ignore"):
         want = ref(a, b)
-    assert_matches(run(fn, a, b), want, dtype)
+    assert_matches(run(fn, a, b, device=device), want, dtype)
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")      # the simulator's NumPy scalars warn at x / 0
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8, np.uint8])
 @pytest.mark.parametrize("name", DIVISION)
-def test_division_of_integers_keeps_the_dtype_and_gives_0_for_a_zero_divisor(name, dtype):
+def test_division_of_integers_keeps_the_dtype_and_gives_0_for_a_zero_divisor(name, dtype, device):
     fn, ref = DIVISION[name]
     ints = np.unique(INTS.astype(dtype))
     a, b = ints[:, None], ints
     with np.errstate(all="ignore"):
         want = np.where(b == 0, 0, ref(a, np.where(b == 0, 1, b))).astype(dtype)
-    got = run(fn, a, b)
+    got = run(fn, a, b, device=device)
     assert got.dtype == dtype
     np.testing.assert_array_equal(got, want)
 
@@ -266,27 +293,28 @@ def test_remainder_and_fmod_gradients_pass_gradcheck_and_are_pytorchs(name):
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64])
 @pytest.mark.parametrize("name", BITWISE)
-def test_bitwise_ops_and_in_range_shifts_broadcast_as_numpy(name, dtype):
+def test_bitwise_ops_and_in_range_shifts_broadcast_as_numpy(name, dtype, device):
     fn, ref = BITWISE[name]
     a = np.unique(INTS.astype(dtype))[:, None]
     b = np.arange(np.iinfo(dtype).bits, dtype=dtype) if "shift" in name else np.unique(INTS.astype(dtype))
-    got = run(fn, a, b)
+    got = run(fn, a, b, device=device)
     assert got.dtype == dtype
     np.testing.assert_array_equal(got, ref(a, b))
-    np.testing.assert_array_equal(run(lambda x: ~x, a), np.invert(a))
+    np.testing.assert_array_equal(run(lambda x: ~x, a, device=device), np.invert(a))
 
 
-def test_shifts_beyond_the_width_or_negative_and_bool_operators_are_pytorchs():
+def test_shifts_beyond_the_width_or_negative_and_bool_operators_are_pytorchs(device):
     a = np.array([5, -5, 7, -8, 1, -1], np.int32)
     by = np.array([31, 31, 32, -1, 40, 33], np.int32)
-    assert run(lambda a, b: a << b, a, by).tolist() == [-2**31, -2**31, 0, 0, 0, 0]
-    assert run(lambda a, b: a >> b, a, by).tolist() == [0, -1, 0, -1, 0, -1]
-    assert run(lambda a, b: a << b, np.array([200, 3], np.uint8), np.array([1, 9], np.uint8)).tolist() == [144, 0]
+    assert run(lambda a, b: a << b, a, by, device=device).tolist() == [-2**31, -2**31, 0, 0, 0, 0]
+    assert run(lambda a, b: a >> b, a, by, device=device).tolist() == [0, -1, 0, -1, 0, -1]
+    assert run(lambda a, b: a << b, np.array([200, 3], np.uint8), np.array([1, 9], np.uint8),
+               device=device).tolist() == [144, 0]
     p, q = np.array([True, True, False, False]), np.array([True, False, True, False])
-    assert [r.tolist() for r in run(lambda p, q: (p & q, p | q, p ^ q, ~p), p, q)] == [
+    assert [r.tolist() for r in run(lambda p, q: (p & q, p | q, p ^ q, ~p), p, q, device=device)] == [
         [True, False, False, False], [True, True, True, False], [False, True, True, False], [False, False, True, True]]
-    assert run(lambda x: x & 6 | 1, np.array(13, np.int16)).tolist() == 5            # 0-d, Python ints
-    assert run(lambda x: x ^ 1, np.zeros((2, 0), np.int32)).shape == (2, 0)
+    assert run(lambda x: x & 6 | 1, np.array(13, np.int16), device=device).tolist() == 5      # 0-d, Python ints
+    assert run(lambda x: x ^ 1, np.zeros((2, 0), np.int32), device=device).shape == (2, 0)
     for op in (lambda x: x & x, lambda x: ~x, lambda x: x << x):
         with pytest.raises(TypeError, match="integer"):
             run(op, np.array([1.0]))
