@@ -66,10 +66,10 @@ def min(x, axes, keepdims):
 
 def logsumexp(x, axes, keepdims):
     """log Σ exp(x) over `axes` of a floating-point x, computed stably: m + log Σ exp(x - m) with m the
-    maximum (0 where it is not finite, so that all -inf gives -inf and any +inf gives +inf); -inf over
-    empty axes."""
+    maximum (0 where it is infinite, so that all -inf gives -inf and any +inf gives +inf; a NaN maximum stays,
+    so a NaN's reduction is NaN without exp overflowing on its other elements); -inf over empty axes."""
     m = max(x, axes, True) if all(np.shape(x)[a] for a in axes) else np.zeros((), np.asarray(x).dtype)
-    m = elementwise.where(np.isfinite(m), m, m.dtype.type(0))
+    m = elementwise.where(np.isinf(m), m.dtype.type(0), m)
     with np.errstate(divide="ignore"):         # log 0 = -inf is the exact answer (all -inf, or no element)
         out = elementwise.add(elementwise.log(sum(elementwise.exp(elementwise.sub(x, m)), axes, True)), m)
     return out if keepdims else out.reshape([n for i, n in enumerate(out.shape) if i not in axes])
