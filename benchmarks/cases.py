@@ -24,7 +24,7 @@ from attngraph.models.han import HAN
 from attngraph.models.seq2seq import BahdanauSeq2Seq
 from attngraph.train.optim import AdamW
 
-from . import gpt
+from . import distributed, gpt, ring
 from . import numpy_reference as npr
 from .harness import compare, load, ratio
 from .peers import jr, tr
@@ -36,6 +36,7 @@ CASES: dict[str, Callable[[int], dict]] = {}
 def case(fn):
     CASES[fn.__name__] = fn
     return fn
+
 
 
 def versus(name: str, config: dict, attngraph: Callable, references: dict, rounds: int, target: str,
@@ -311,9 +312,5 @@ def compile(rounds: int) -> dict:
             "met": cold["seconds"] <= 60 and warm["seconds"] <= 3}
 
 
-from . import ring  # noqa: E402  (ring attention over MPI ranks: its cases in a module of its own)
-CASES["ring"], CASES["ring_long"] = ring.ring, ring.ring_long
-
-
-from . import distributed  # noqa: E402  (data parallelism on MPI: its case in a module of its own)
-CASES["distributed"] = distributed.distributed
+for launched in (ring.ring, ring.ring_long, distributed.distributed):   # the MPI cases, last: modules of their own
+    case(launched)
