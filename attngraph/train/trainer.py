@@ -25,7 +25,9 @@ run resumed from a checkpoint (which stores the seed and the step) repeats the u
 Each step appends a JSON line to ``metrics_path`` (``kind`` "train": step, loss, lr, grad_norm, seconds,
 examples or tokens per second, the loss_fn's other scalars; ``kind`` "eval": step and ``eval_fn``'s
 metrics) and passes the same record to every callback, ``callback(trainer, record)``; a callback may call
-``trainer.request_stop()``. Every ``eval_every`` steps ``eval_fn(model)`` runs with the model in eval mode;
+``trainer.request_stop()``. Every ``eval_every`` steps ``eval_fn(model)`` runs with the model in eval mode
+(and once, unrecorded, before the trainer's first step: an ``eval_fn`` returning anything but a dict of numbers,
+or no ``monitor`` under early stopping, fails before the parameters change);
 early stopping ends the run after ``patience`` evaluations without improvement of ``monitor`` (a NaN never
 improves on anything; an infinite value is a value like any other). Every ``checkpoint_every`` steps, after
 the evaluation, the checkpoint at ``checkpoint_path`` is replaced (atomically).
@@ -161,6 +163,7 @@ class Trainer:
         self._buckets: distributed.GradientBuckets | None = None
         self._bucket_bytes = checks.integer("bucket_bytes", bucket_bytes)
         self._compiled: set[str] = set()       # what has run once (rank 0 first: numba's cache)
+        self._evaluation_checked = False       # the sanity evaluation has run (once per trainer)
         self._join()
 
     @property
@@ -189,6 +192,8 @@ class Trainer:
         every = (self.log_every or max(1, steps // 20)) if shown is None and bar.disable else None
         compiles = CompileProgress(shown if self.compile_progress else False)
         with bar, compiles:
+            if self.eval_every and self.step < steps and not self._evaluation_checked:
+                self._check_evaluation()
             while self.step < steps and not self._stop:
                 record, finite = self._train_step(batches)
                 self._emit(record)
@@ -212,20 +217,32 @@ class Trainer:
 
     def evaluate(self) -> dict:
         """Run ``eval_fn(model)`` in eval mode, record its metrics, and update early stopping."""
-        training = self.model.training
-        self.model.eval()
-        try:
-            with distributed.first_time(self.world, self._compiled, "eval", "the first evaluation"):
-                metrics = _metrics(self.eval_fn(self.model))
-        finally:
-            self.model.train(training)
-        metrics = self._reduced_metrics(metrics)
+        metrics = self._reduced_metrics(self._evaluated())
         record = {"kind": "eval", "step": self.step, **metrics}
         logger.info("step %d: %s", self.step, ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
         if self.patience is not None:
             self._early_stopping(metrics)
         self._emit(record)
         return record
+
+    def _evaluated(self) -> dict:
+        """``eval_fn(model)``'s metrics, run in eval mode, checked to be a dict of numbers."""
+        training = self.model.training
+        self.model.eval()
+        try:
+            with distributed.first_time(self.world, self._compiled, "eval", "the first evaluation"):
+                return _metrics(self.eval_fn(self.model))
+        finally:
+            self.model.train(training)
+
+    def _check_evaluation(self) -> None:
+        """The sanity evaluation: ``eval_fn`` run once before the first step of a run that evaluates, so that one
+        returning anything but a dict of numbers, or no ``monitor`` under early stopping, fails before the
+        parameters change. Its metrics are not recorded."""
+        metrics = self._evaluated()
+        if self.patience is not None:
+            _monitored(metrics, self.monitor)
+        self._evaluation_checked = True
 
     def save(self, path) -> Path:
         """A checkpoint of the model, the optimizer and the trainer's state (step, seed, schedule, early
@@ -384,10 +401,7 @@ class Trainer:
             self._slots[position[id(node.value)]] = len(graph.outputs) + j
 
     def _early_stopping(self, metrics: dict) -> None:
-        if self.monitor not in metrics:
-            raise AttnGraphError(f"early stopping monitors {self.monitor!r}, which eval_fn did not return "
-                                 f"(it returned {sorted(metrics)})")
-        value = metrics[self.monitor]
+        value = _monitored(metrics, self.monitor)
         better = not math.isnan(value) and (self.best is None or (
             value < self.best["value"] if self.mode == "min" else value > self.best["value"]))
         if better:
@@ -430,6 +444,14 @@ def _metrics(result) -> dict:
         return {str(k): float(v) for k, v in result.items()}
     except (TypeError, ValueError):
         raise AttnGraphError(f"eval_fn must return numbers, got {result!r}") from None
+
+
+def _monitored(metrics: dict, monitor: str) -> float:
+    """The value of the metric early stopping monitors, or ``AttnGraphError`` when ``eval_fn`` did not return it."""
+    if monitor not in metrics:
+        raise AttnGraphError(f"early stopping monitors {monitor!r}, which eval_fn did not return "
+                             f"(it returned {sorted(metrics)})")
+    return metrics[monitor]
 
 
 def _layout(batch: dict) -> list:

@@ -84,7 +84,7 @@ def test_only_the_optimizers_parameters_change(regression):
 
 
 def test_evaluation_early_stopping_and_the_metrics_file(regression, tmp_path):
-    scripted = iter([3.0, 2.0, 2.5, 2.4, 1.0])
+    scripted = iter([0.5, 3.0, 2.0, 2.5, 2.4, 1.0])        # 0.5: the sanity evaluation's, before training, unrecorded
     model = regression.model()
     modes = []
 
@@ -95,7 +95,7 @@ def test_evaluation_early_stopping_and_the_metrics_file(regression, tmp_path):
                       metrics_path=tmp_path / "metrics.jsonl", progress=False)
     trainer.fit(regression.batches, steps=100)
     assert trainer.step == 8                       # evaluations at 2, 4 (best), 6, 8: two without improvement
-    assert trainer.best == {"step": 4, "value": 2.0} and modes == [False] * 4 and model.training
+    assert trainer.best == {"step": 4, "value": 2.0} and modes == [False] * 5 and model.training
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["kind"] for r in records].count("train") == 8
     assert [(r["step"], r["val_loss"]) for r in records if r["kind"] == "eval"] == [(2, 3.0), (4, 2.0), (6, 2.5),

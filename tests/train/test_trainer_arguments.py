@@ -42,13 +42,33 @@ def test_a_path_under_a_file_fails_before_the_first_step(regression, tmp_path, u
     assert trainer.step == 0 and all(np.array_equal(a, b) for a, b in zip(unchanged(model), before))
 
 
-@pytest.mark.parametrize("result, message", [([0.5], "must return a dict of metric names to numbers, got list"),
-                                             ({"val": "high"}, "must return numbers, got {'val': 'high'}")])
-def test_an_eval_fn_returning_no_metrics_is_a_clear_error(regression, result, message):
+@pytest.mark.parametrize("result, options, message", [
+    ([0.5], {}, "must return a dict of metric names to numbers, got list"),
+    ({"val": "high"}, {}, "must return numbers, got {'val': 'high'}"),
+    ({"accuracy": 0.5}, {"patience": 2}, r"early stopping monitors 'val_loss', which eval_fn did not return \(it "
+                                         r"returned \['accuracy'\]\)"),
+])
+def test_an_eval_fn_returning_no_metrics_fails_before_the_first_update(regression, result, options, message):
+    """The sanity evaluation before the first step: nothing trained, nothing recorded."""
     model = regression.model()
-    trainer = Trainer(model, regression.loss, Adam(model), eval_every=1, eval_fn=lambda m: result, progress=False)
+    before = unchanged(model)
+    trainer = Trainer(model, regression.loss, Adam(model), eval_every=5, eval_fn=lambda m: result, progress=False,
+                      **options)
     with pytest.raises(ag.AttnGraphError, match=message):
-        trainer.fit(regression.batches, steps=2)
+        trainer.fit(regression.batches, steps=10)
+    assert trainer.step == 0 and trainer.history == []
+    assert all(np.array_equal(a, b) for a, b in zip(unchanged(model), before))
+
+
+def test_the_sanity_evaluation_runs_once_per_trainer_in_eval_mode_and_is_not_recorded(regression):
+    model = regression.model()
+    calls = []
+    trainer = Trainer(model, regression.loss, Adam(model), eval_every=2,
+                      eval_fn=lambda m: calls.append((trainer.step, m.training)) or {"val_loss": 1.0}, progress=False)
+    trainer.fit(regression.batches, steps=2)
+    trainer.fit(regression.batches, steps=4)
+    assert calls == [(0, False), (2, False), (4, False)]
+    assert [r["step"] for r in trainer.history if r["kind"] == "eval"] == [2, 4] and model.training
 
 
 @pytest.mark.parametrize("batch, message", [

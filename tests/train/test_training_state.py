@@ -165,7 +165,7 @@ def test_an_infinite_best_metric_is_checkpointed_and_restored(tmp_path, metric):
 
 
 def test_a_nan_metric_never_counts_as_an_improvement():
-    scripted = iter([math.nan, 2.0, math.nan, 1.0, math.nan, math.nan])
+    scripted = iter([0.0, math.nan, 2.0, math.nan, 1.0, math.nan, math.nan])     # 0.0: the sanity evaluation's
     trainer = make_trainer(eval_fn=lambda m: {"val_loss": next(scripted)}, eval_every=1, patience=2)
     trainer.fit(regression_batches, steps=10)
     assert trainer.best == {"step": 4, "value": 1.0} and trainer.step == 6
