@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import attngraph as ag
+import ops
 from attngraph.core.primitive import REGISTRY
 from attngraph.export.onnx import CONVERTERS, NO_ONNX_FORM
 from ops.cpu import elementwise
@@ -57,9 +58,19 @@ def test_every_primitive_is_a_functional_wrapper_a_backward_op_or_listed():
     assert set(WITHOUT_WRAPPER) <= set(REGISTRY) - set(dir(ag))
 
 
+def without_an_onnx_form() -> list[str]:
+    """The primitives with neither a converter in export/onnx.py's CONVERTERS nor a reason in NO_ONNX_FORM."""
+    return sorted(set(REGISTRY) - set(CONVERTERS) - set(NO_ONNX_FORM))
+
+
+def without_a_kernel(device: str) -> list[str]:
+    """The primitives that ``device``'s backend has no kernel for."""
+    return sorted(set(REGISTRY) - set(ops.get_backend(device).kernels))
+
+
 def test_every_primitive_has_an_onnx_form_or_a_listed_refusal():
     assert set(CONVERTERS).isdisjoint(NO_ONNX_FORM)
-    assert sorted(set(REGISTRY) - set(CONVERTERS) - set(NO_ONNX_FORM)) == [], \
+    assert without_an_onnx_form() == [], \
         "add a converter to export/onnx.py's CONVERTERS, or the op and the reason to NO_ONNX_FORM"
     assert set(NO_ONNX_FORM) <= set(REGISTRY)
 

@@ -236,6 +236,9 @@ BITWISE = {
     "right_shift": (lambda a, b: a >> b, np.right_shift),
 }
 INTS = np.array([-2**31, -7, -2, -1, 0, 1, 2, 7, 2**31 - 1])
+# the ag functions whose values these tables check on every device (tests/ops/test_every_op.py): the rows' names, and
+# div (its rounding modes' rows) and bitwise_not (~x, beside each bitwise row)
+COVERS = {name for name in (*UNARY, *BINARY, *DIVISION, *BITWISE) if name in functional.__all__} | {"div", "bitwise_not"}
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")      # the simulator's NumPy scalars warn at x / 0

@@ -17,6 +17,7 @@ INF, NAN = np.inf, np.nan
 X = [-INF, -3.0, -1.0, -0.0, 0.0, 0.5, 1.0, 2.5, INF, NAN]
 OPS = {"abs": ag.abs, "sin": ag.sin, "cos": ag.cos, "rsqrt": ag.rsqrt, "silu": ag.silu, "softplus": ag.softplus,
        "clip": lambda x: ag.clip(x, -1, 0.5)}
+COVERS = set(OPS)          # the functions run on every device (tests/ops/test_every_op.py)
 # torch 2.13 in float64 on X: (torch.op(x), the gradient of torch.op(x).sum()); clip is torch.clamp(x, -1, 0.5)
 TORCH = {
     "abs": ([INF, 3.0, 1.0, 0.0, 0.0, 0.5, 1.0, 2.5, INF, NAN],
