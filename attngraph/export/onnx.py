@@ -480,6 +480,10 @@ CONVERTERS: dict[str, Callable] = {
     "reshape": lambda b, node, x, shape: b.op("Reshape", x, b.shape(shape), allowzero=1),
     "broadcast_to": lambda b, node, x, shape: b.op("Expand", x, b.shape(shape)),
     "getitem": _getitem,
+    "take_along_axis": lambda b, node, x, index, axis: b.op("GatherElements", x, b.cast(index, np.int64), axis=axis),
+    "put_along_axis": lambda b, node, x, index, src, axis, reduce: b.op(
+        "ScatterElements", x, b.cast(index, np.int64), src, axis=axis,
+        reduction={"assign": "none", "sum": "add", "prod": "mul", "amax": "max", "amin": "min"}[reduce]),
     "arange": lambda b, node, x, axis: b.op("Range", b.scalar(0, np.int64), b.length(node.shape[0]),
                                             b.scalar(1, np.int64)),
     "relative_distance": _relative_distance,

@@ -1,4 +1,10 @@
-"""Data movement on NumPy arrays: reshapes, transposes, broadcasts, slices and their scatters, concatenation.
+"""Data movement on NumPy arrays: reshapes, transposes, broadcasts, slices and their scatters, concatenation, and
+the gather and scatter along an axis of torch.gather / torch.scatter_reduce:
+
+  take_along_axis:  out[i, j, k] = x[i, index[i, j, k], k]                      (axis 1; index no longer than x)
+  put_along_axis:   out = x;  out[i, index[i, j, k], k] ⊕= src[i, j, k]         (⊕: assign, +, ×, max or min)
+
+An index outside [0, n) of its axis raises IndexError naming the axis (negative ones too, as torch's).
 
 Results are C-contiguous (a copy only when the view is not), so that the kernels after them read rows in order;
 a reshape of a contiguous array is a view.
@@ -19,6 +25,34 @@ def scatter_slice(g, shape, index):
     return out
 
 
+def take_along_axis(x, index, axis):
+    _check_along(index, x.shape, axis)
+    extent = tuple(slice(None) if a == axis else slice(0, n) for a, n in enumerate(index.shape))
+    return np.take_along_axis(x[extent], index, axis)
+
+
+REDUCE = {"sum": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.minimum}
+
+
+def put_along_axis(x, index, src, axis, reduce):
+    """A copy of ``x`` with ``src`` reduced in at ``index`` along ``axis``; ``"assign"`` keeps the last of repeated
+    positions, the others combine them all (NaN wins amax and amin, as torch's)."""
+    _check_along(index, x.shape, axis)
+    out = np.array(x, order="C")
+    at = tuple(index if a == axis else position for a, position in enumerate(np.indices(index.shape, sparse=True)))
+    if reduce == "assign":
+        out[at] = src
+    else:
+        REDUCE[reduce].at(out, at, src)
+    return out
+
+
+def _check_along(index, shape, axis):
+    bad = (index < 0) | (index >= shape[axis])
+    if bad.any():
+        raise IndexError(f"index {index[bad].flat[0]} is out of bounds for axis {axis} with size {shape[axis]}")
+
+
 KERNELS = {
     "reshape": lambda x, shape: x.reshape(shape),
     "transpose": lambda x, perm: contiguous(x.transpose(perm)),
@@ -27,4 +61,6 @@ KERNELS = {
     "scatter_slice": scatter_slice,
     "concat": lambda *xs, axis: np.concatenate(xs, axis=axis),
     "stop_gradient": lambda x: x,
+    "take_along_axis": take_along_axis,
+    "put_along_axis": put_along_axis,
 }

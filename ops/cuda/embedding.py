@@ -37,12 +37,20 @@ def scatter_add(g, idx, num_rows):
 def _checked(idx, num_rows):
     """idx flattened, after checking that every index is in [0, num_rows)."""
     positions = flat(idx)
-    first = full((1,), positions.size, np.int64)
-    _first_bad[blocks(positions.size), THREADS](first, positions, num_rows)
-    at = int(to_host(first)[0])
-    if at < positions.size:
-        raise IndexError(f"index {to_host(positions[at:at + 1])[0]} is out of range for {num_rows} rows")
+    bad = first_out_of_range(positions, num_rows)
+    if bad is not None:
+        raise IndexError(f"index {bad} is out of range for {num_rows} rows")
     return positions
+
+
+def first_out_of_range(idx, n):
+    """The first entry of the integer device array ``idx`` that is outside [0, n), copied to the host; None when
+    all are in range."""
+    positions = flat(idx)
+    first = full((1,), positions.size, np.int64)
+    _first_bad[blocks(positions.size), THREADS](first, positions, n)
+    at = int(to_host(first)[0])
+    return None if at == positions.size else to_host(positions[at:at + 1])[0]
 
 
 @cuda.jit
