@@ -16,6 +16,9 @@ from ..errors import DTypeError, ShapeError, TracingError
 from .dims import broadcast, divide, format_shape, multiply, normalize
 from .graph import Node
 from .tracing import add_call, add_node, current_graph, user_source
+# the losses compose this module's ops (losses.py imports it back, reading it only when called)
+from .losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cosine_similarity, cross_entropy,
+                     huber_loss, kl_div, l1_loss, mse_loss, nll_loss, pairwise_distance, smooth_l1_loss)
 
 
 __all__ = [   # what ``import attngraph`` exports: the ops users call, and Tensor
@@ -35,6 +38,8 @@ __all__ = [   # what ``import attngraph`` exports: the ops users call, and Tenso
     "scatter_add", "scatter_reduce", "index_select", "masked_fill", "masked_select", "nonzero",
     "matmul", "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
     "softmax", "log_softmax", "layer_norm", "cross_entropy", "nll_loss", "dropout", "Tensor",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "mse_loss", "l1_loss", "smooth_l1_loss",
+    "huber_loss", "cosine_similarity", "pairwise_distance",
 ]
 
 
@@ -1184,50 +1189,6 @@ def layer_norm(x, weight=None, bias=None, eps: float = 1e-5):
     weight = np.ones(d, node.dtype) if weight is None else weight
     bias = np.zeros(d, node.dtype) if bias is None else bias
     return emit("layer_norm", x, weight, bias, eps=float(eps))
-
-
-def cross_entropy(logits, targets, ignore_index: int | None = None, label_smoothing: float = 0.0):
-    """Mean over the targets not equal to ``ignore_index`` of the cross-entropy between softmax(logits) and
-    the target distribution: 1 − ε on the target class plus ε/C on each of the C classes (``label_smoothing`` ε,
-    Szegedy et al. 2016), that is (1 − ε)·(−log p[target]) + ε·mean_c(−log p[c]), as torch; 0 when every target
-    is ignored. ``logits`` is (..., C), ``targets`` the integer classes of shape (...). The ε term is composed
-    from log_softmax beside the fused cross-entropy kernel."""
-    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float)) \
-            or not 0 <= label_smoothing <= 1:
-        raise ShapeError(f"label_smoothing must be a number in [0, 1], got {label_smoothing!r} (at {user_source()})")
-    loss = emit("cross_entropy", logits, targets, ignore_index=ignore_index)
-    if not label_smoothing:
-        return loss
-    uniform = -mean(log_softmax(logits), -1)
-    kept = None if ignore_index is None else not_equal(targets, ignore_index)
-    return (1 - label_smoothing) * loss + label_smoothing * _mean_kept(uniform, kept)
-
-
-def nll_loss(log_probs, targets, ignore_index: int = -100, reduction: str = "mean"):
-    """−log_probs[..., target] for each target that is not ``ignore_index`` (0 for those that are), with the
-    classes on the last axis of ``log_probs`` (..., C) as in ``cross_entropy`` (torch.nn.functional.nll_loss
-    has them on axis 1: ``moveaxis`` them last). ``reduction`` "none" gives these losses, "sum" their sum, and
-    "mean" their mean over the targets not ignored, which is 0 when all are ignored (torch gives NaN there, 0/0:
-    a batch without a target then poisons training; this is cross_entropy's convention). A target outside
-    [0, C) that is not ignored raises BindingError when the graph runs, as torch raises."""
-    if reduction not in ("mean", "sum", "none"):
-        raise ShapeError(f"reduction must be 'mean', 'sum' or 'none', not {reduction!r} (at {user_source()})")
-    shape, target_shape = as_node(log_probs).shape, as_node(targets).shape
-    if not shape or target_shape != shape[:-1] or isinstance(shape[-1], str):
-        raise ShapeError(f"nll_loss takes log-probabilities (..., C), C concrete, and targets of their shape without "
-                         f"C, got {format_shape(shape)} and {format_shape(target_shape)} (at {user_source()})")
-    kept = not_equal(targets, ignore_index)
-    chosen = logical_and(_one_hot(where(kept, targets, 0), shape[-1], bool), expand_dims(kept, -1))
-    losses = sum(where(chosen, -log_probs, zeros_like(log_probs)), -1)
-    return losses if reduction == "none" else sum(losses) if reduction == "sum" else _mean_kept(losses, kept)
-
-
-def _mean_kept(values, kept):
-    """The mean of ``values`` where ``kept`` is True (everywhere when None); 0 when nothing is kept."""
-    if kept is None:
-        return mean(values)
-    dtype = as_node(values).dtype
-    return sum(where(kept, values, zeros_like(values))) / maximum(sum(kept.astype(dtype)), 1.0)
 
 
 def dropout(x, p: float, training: bool = True):
