@@ -16,7 +16,8 @@ from ..errors import DTypeError, ShapeError, TracingError
 from .dims import broadcast, divide, format_shape, multiply, normalize
 from .graph import Node
 from .tracing import add_call, add_node, current_graph, user_source
-# the losses compose this module's ops (losses.py imports it back, reading it only when called)
+# einsum and the losses compose this module's ops (linalg.py and losses.py import it back, reading it only when called)
+from .linalg import baddbmm, bmm, einsum, outer
 from .losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cosine_similarity, cross_entropy,
                      huber_loss, kl_div, l1_loss, mse_loss, nll_loss, pairwise_distance, smooth_l1_loss)
 
@@ -36,7 +37,7 @@ __all__ = [   # what ``import attngraph`` exports: the ops users call, and Tenso
     "concat", "stack", "split", "take", "tril", "triu", "one_hot", "arange", "relative_distance", "embedding",
     "flip", "roll", "repeat", "repeat_interleave", "chunk", "unflatten", "diag", "diagonal", "gather", "scatter",
     "scatter_add", "scatter_reduce", "index_select", "masked_fill", "masked_select", "nonzero",
-    "matmul", "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
+    "matmul", "einsum", "outer", "bmm", "baddbmm", "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
     "softmax", "log_softmax", "layer_norm", "cross_entropy", "nll_loss", "dropout", "Tensor",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "mse_loss", "l1_loss", "smooth_l1_loss",
     "huber_loss", "cosine_similarity", "pairwise_distance",
