@@ -318,7 +318,7 @@ def _programs() -> list:
         h = h + ag.floor(x) + ag.ceil(y) + ag.round(x) + ag.trunc(y) + ag.sign(x)
         h = h + x // y + x % y + ag.fmod(x, y)
         bits = ((tokens & 6 | 1) ^ (tokens << 2 >> 1)) // 2 % 3 + ag.fmod(~tokens, 3)
-        h = h + ag.sum(bits).astype(h.dtype)
+        h = h + ag.sum(bits).astype(h.dtype) + ag.bitcast(ag.bitcast(x, f"int{8 * x.dtype.itemsize}"), x.dtype)
         h = ag.where(ag.logical_or(ag.isnan(h), ag.isinf(h)), 0.0, h) * ag.isfinite(y).astype(h.dtype)
         keep = ag.logical_or(ag.logical_and(x >= y, ag.not_equal(x, y)), ag.logical_not(ag.less_equal(x, y)))
         return ag.sum(h * keep.astype(h.dtype) + ag.equal(x, y).astype(h.dtype) + (x < y).astype(h.dtype))

@@ -43,6 +43,7 @@ TESTED_ELSEWHERE = {
     "avg_pool2d_grad": "tests/ops/test_conv.py", "attention_bias_grad": "tests/ops/test_attention.py",
     "ring_attention": "tests/attention/test_ring.py", "ring_attention_grad": "tests/attention/test_ring.py",
     "stop_gradient": "tests/core/test_autodiff.py",
+    "bitcast": "tests/ops/test_dtypes.py",
 }
 
 

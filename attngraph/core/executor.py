@@ -48,7 +48,7 @@ from ..errors import BindingError, DTypeError, NonFiniteError, ShapeError
 from . import debug
 from .device import backend
 from .dims import format_shape, resolve_shape
-from .graph import Graph, Node, graph_method, is_gradient_output
+from .graph import DTYPES, Graph, Node, graph_method, is_gradient_output, unsupported_dtype
 from .interpreter import Checking, Interpreter, out_of_range
 from .passes import optimize
 
@@ -264,6 +264,8 @@ def _checked(name: str, node: Node, value, bindings: dict[str, int]) -> np.ndarr
     array = np.asarray(value)
     want = node.dtype
     if array.dtype != want:
+        if array.dtype not in DTYPES:
+            raise unsupported_dtype(array.dtype, f"the value fed to input {name!r} ({want})")
         if want.kind in "iu" and array.dtype.kind in "iu":
             array = _narrowed(name, array, want)
         else:

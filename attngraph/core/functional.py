@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import DTypeError, ShapeError, TracingError
 from .dims import broadcast, divide, format_shape, multiply, normalize
-from .graph import Node
+from .graph import Node, unsupported_dtype
 from .tracing import add_call, add_node, current_graph, user_source
 # einsum and the losses compose this module's ops (linalg.py and losses.py import it back, reading it only when called)
 from .linalg import baddbmm, bmm, einsum, outer
@@ -26,7 +26,7 @@ __all__ = [   # what ``import attngraph`` exports: the ops users call, and Tenso
     "add", "sub", "mul", "div", "pow", "maximum", "minimum", "equal", "not_equal", "less", "less_equal", "greater",
     "greater_equal", "logical_and", "logical_or",
     "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "erf", "abs", "sin", "cos", "rsqrt", "silu", "softplus",
-    "gelu", "clip", "where", "logical_not", "stop_gradient", "astype", "zeros_like",
+    "gelu", "clip", "where", "logical_not", "stop_gradient", "astype", "bitcast", "zeros_like",
     "floor", "ceil", "round", "trunc", "sign", "isnan", "isinf", "isfinite", "tan", "asin", "acos", "atan", "atan2",
     "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "expm1", "log1p", "logaddexp", "copysign",
     "lerp", "leaky_relu", "elu", "celu", "selu", "mish", "hardswish", "hardsigmoid", "softsign", "logsigmoid",
@@ -313,8 +313,22 @@ def where(cond, a, b):
 
 
 def astype(x, dtype):
-    dtype = np.dtype(dtype)
+    dtype = _dtype("astype", dtype)
     return x if as_node(x).dtype == dtype else emit("astype", x, dtype=dtype)
+
+
+def bitcast(x, dtype):
+    """x's bits read as ``dtype``, of the same itemsize (torch's ``Tensor.view(dtype)``, NumPy's ``view``): no
+    value is converted, the shape is kept; a view on the device, without a gradient."""
+    return emit("bitcast", x, dtype=_dtype("bitcast", dtype))
+
+
+def _dtype(op: str, dtype) -> np.dtype:
+    """``dtype`` as a NumPy dtype, or the DTypeError that names ``op`` (a name NumPy lacks, such as "bfloat16")."""
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        raise unsupported_dtype(dtype, f"{op}'s dtype argument (at {user_source()})") from None
 
 
 def _axis(x, axis: int, insert: int = 0) -> int:

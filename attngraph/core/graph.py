@@ -17,15 +17,19 @@ from .dims import Shape, format_shape
 SOURCE_KINDS = ("input", "parameter", "constant")
 KINDS = SOURCE_KINDS + ("call", "output")
 GRADIENT_PREFIX = "grad:"       # Graph.grad's outputs: grad:<input or parameter> (gradient_name)
-FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.float16))
 DTYPES = FLOAT_DTYPES + tuple(map(np.dtype, (bool, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
                                              np.uint32, np.uint64)))
-"""The dtypes the kernels compute in (NumPy's native byte order): float16, float128, complex, strings, dates and
-objects are refused when a node is made, not deep inside a kernel."""
+"""The dtypes of values (NumPy's native byte order; float16 is stored, and computed in float32: core/half.py):
+bfloat16, float128, complex, strings, dates and objects are refused when a node is made, not deep inside a kernel."""
 
 
 def unsupported_dtype(dtype, what: str, allowed: tuple[np.dtype, ...] = DTYPES) -> DTypeError:
     """The error for ``what`` having ``dtype``, which is not one of ``allowed``."""
+    if str(dtype) == "bfloat16":        # ml_dtypes' (JAX's), or the name: NumPy has no bfloat16 arithmetic
+        return DTypeError(f"{what} has dtype bfloat16, which attngraph does not store or compute in (NumPy has no "
+                          "bfloat16): use float16 to halve memory, or float32 (x.astype(np.float32) converts it "
+                          "exactly)")
     return DTypeError(f"{what} has dtype {dtype}, which attngraph does not compute in; use one of "
                       f"{', '.join(map(str, allowed))} (cast with .astype(...))")
 

@@ -20,6 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import BindingError, DeviceError, NonFiniteError
+from . import half
 from .device import backend
 from .dims import resolve_shape
 from .prims.fused import run_program, viewed
@@ -38,10 +39,13 @@ class Interpreter:
         self.bindings: dict[str, int] = {}
 
     def kernel(self, node) -> Callable:
-        """The device's kernel of ``node``'s op, specialized for its input dtypes where the kernel is generic."""
+        """The device's kernel of ``node``'s op, specialized for its input dtypes where the kernel is generic (run in
+        float32 where the node touches float16: core/half.py)."""
         kernel = self.backend.kernels.get(node.op)
         if kernel is None:
             raise DeviceError(f"op {node.op!r} has no {self.device} kernel ({node.describe()})")
+        if half.touches_half(node):
+            return half.in_float32(kernel, node, self.backend)
         if hasattr(kernel, "for_dtypes"):
             kernel = kernel.for_dtypes(*(x.dtype for x in node.inputs), **node.attrs)
         return kernel

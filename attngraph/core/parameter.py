@@ -34,7 +34,7 @@ class Parameter(Tensor):
     @data.setter
     def data(self, values) -> None:
         """Host values become a C-contiguous NumPy array (copied when they are not one); a device array is kept
-        as it is. Either must hold float32 or float64 (else DTypeError, and ``data`` is left as it was)."""
+        as it is. Either must hold float32, float64 or float16 (else DTypeError, and ``data`` is left as it was)."""
         values = values if backend_of(values).name != "cpu" else np.require(values, requirements="C")
         if values.dtype not in FLOAT_DTYPES:
             raise unsupported_dtype(values.dtype, f"parameter {self.name!r}" if self.name else "a parameter",

@@ -517,6 +517,7 @@ NO_ONNX_FORM: dict[str, str] = {
     "fused": "the exporter unfuses it first; a graph holding one was not made by the compiler",
     "ring_attention": "attention split over MPI ranks; export the model with scaled_dot_product_attention",
     **dict.fromkeys(("left_shift", "right_shift"), "ONNX's BitShift takes unsigned integers only"),
+    "bitcast": f"ONNX's BitCast came in opset 26; attngraph writes opset {OPSET}",
 }
 """The primitives refused, each with the reason the error gives: every primitive has a converter or a line here
 (tests/test_op_checklist.py)."""

@@ -44,7 +44,7 @@ import numpy as np
 
 from ..core.device import backend, backend_of, host
 from ..core.parameter import Parameter
-from ..errors import CheckpointError
+from ..errors import CheckpointError, DTypeError
 from ..nn.checks import flag, non_negative, probability
 
 
@@ -317,6 +317,9 @@ def _named_parameters(params) -> list[tuple[str, Parameter]]:
     for name, p in named:
         if not isinstance(p, Parameter):
             raise TypeError(f"an optimizer takes Parameters, got {type(p).__name__} for {name!r}")
+        if p.dtype == np.float16:           # its kernels update in place, and Numba has no float16
+            raise DTypeError(f"parameter {name!r} is float16, which optimizers do not update: train in float32 (or "
+                             "float64) and cast a copy with Module.astype('float16') for inference")
     if len({name for name, _ in named}) != len(named) or len({id(p) for _, p in named}) != len(named):
         raise ValueError("an optimizer's parameters must be distinct and distinctly named")
     if not named:

@@ -492,4 +492,10 @@ def astype(x, dtype):
     return np.asarray(x).astype(dtype)
 
 
-KERNELS = {**{name: op for name, op in globals().items() if isinstance(op, Elementwise)}, "astype": astype}
+def bitcast(x, dtype):
+    """x's bits read as ``dtype`` of the same itemsize: a view."""
+    return np.asarray(x).view(dtype)
+
+
+KERNELS = {**{name: op for name, op in globals().items() if isinstance(op, Elementwise)}, "astype": astype,
+           "bitcast": bitcast}

@@ -78,5 +78,10 @@ def full(shape, value, dtype):
     return out
 
 
+def bitcast(x, dtype):
+    """x's bits read as ``dtype`` of the same itemsize: a view of the same device memory."""
+    return x.view(dtype)
+
+
 KERNELS = {**{name: Elementwise(op) for name, op in cpu.KERNELS.items() if isinstance(op, cpu.Elementwise)},
-           "astype": astype}
+           "astype": astype, "bitcast": bitcast}

@@ -119,6 +119,14 @@ def shift_rule(a, b):
     return integer_elementwise(a, b)
 
 
+def bitcast_rule(x, dtype):
+    """The shape kept; ``dtype`` must have x's itemsize (torch refuses the rest for tensors of any rank)."""
+    if np.dtype(dtype).itemsize != x.dtype.itemsize:
+        raise TypeError(f"bitcast reads {x.dtype}'s {x.dtype.itemsize}-byte elements as {dtype}, whose elements "
+                        f"have {np.dtype(dtype).itemsize} bytes: bitcast needs dtypes of one itemsize")
+    return x.shape, np.dtype(dtype)
+
+
 def where_rule(cond, a, b):
     if cond.dtype != np.bool_:
         raise TypeError(f"where's condition must be boolean, not {cond.dtype}")
@@ -216,6 +224,8 @@ define("where", where_rule, elementwise=True, flops=per_element(1),
 define("astype", lambda x, dtype: (x.shape, np.dtype(dtype)), elementwise=True,
        vjp=lambda g, y, x, dtype: (g.astype(x.dtype) if x.dtype.kind == "f" else None,))
 define("stop_gradient", lambda x: (x.shape, x.dtype), vjp=lambda g, y, x: (None,))
+define("bitcast", bitcast_rule, differentiable=False,
+       doc="bitcast(x, dtype): x's bits read as dtype, of x's itemsize (a view, as torch's Tensor.view(dtype))")
 
 for name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
     define(name, comparison, flops=per_element(1), differentiable=False, elementwise=True)
