@@ -2,7 +2,10 @@
 
 ``gradients(y, wrt)`` walks the nodes between ``wrt`` and the scalar ``y`` in reverse topological order,
 calls each primitive's VJP rule — which emits ordinary graph nodes — sums the contributions of a node used
-several times, and sums a gradient back over the axes its input was broadcast along. Because the backward
+several times, and sums a gradient back over the axes its input was broadcast along. A node computing what an
+earlier one does (the same op on the same inputs: a module applied to the same tensor at every step, as an
+attention's key projection in a decoder's loop) counts as a use of that earlier node, so the contributions are
+summed before its VJP, which runs once instead of once per copy. Because the backward
 pass is made of the same primitives as the forward one, it can be differentiated again.
 """
 from __future__ import annotations
@@ -14,6 +17,7 @@ import numpy as np
 from ..errors import AttnGraphError
 from . import functional as F
 from .graph import Graph, Node, gradient_name, graph_method, topological_order
+from .passes.cse import same_computations
 from .primitive import lookup
 from .functional import Tensor, as_node, constant
 from .tracing import add_output, building, gradient_of
@@ -28,6 +32,7 @@ def gradients(y, wrt: Sequence) -> list[Tensor]:
                              "reduce it first, e.g. with ag.sum or ag.mean")
     order = _between(wrt, y)
     on_path = set(order)
+    same = {node: twin for node, twin in same_computations(order).items() if not {node, twin} & set(wrt)}
     pending: dict[Node, list[Tensor]] = {y: [constant(np.ones((), y.dtype))]}
     totals: dict[Node, Tensor] = {}
     for node in reversed(order):
@@ -40,7 +45,7 @@ def gradients(y, wrt: Sequence) -> list[Tensor]:
             in_grads = lookup(node.op).vjp(g, Tensor(node), *map(Tensor, node.inputs), **node.attrs)
             for x, gx in zip(node.inputs, in_grads):
                 if gx is not None and x in on_path:
-                    pending.setdefault(x, []).append(_sum_to(gx, x.shape))
+                    pending.setdefault(same.get(x, x), []).append(_sum_to(gx, x.shape))
     return [totals[w] if w in totals else F.zeros_like(Tensor(w)) for w in wrt]
 
 

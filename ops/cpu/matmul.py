@@ -16,6 +16,12 @@ sets the variable, which NumPy's OpenBLAS reads when it loads; when NumPy was im
 when they spin (the environment asks for it, or another BLAS that cannot tell), only products of up to 2**24
 multiply-adds go to NumPy, where its speed outweighs the spinning, and the larger ones to SciPy's.
 
+NumPy's OpenBLAS splits a product over its threads from 2**18 multiply-adds on, but up to ``SERIAL_2D_MAX`` (2**21)
+the split saves less than waking its threads costs in a step whose other kernels run on numba's threads: the
+recurrent models' products (a batch of 64 rows times a 64 × 192 or 160 × 192 gate matrix) run on the calling thread
+(``openblas_set_num_threads_local``, set and restored around the call; NumPy's own products elsewhere keep their
+threads). Measured on seq2seq's training step: 17.4 → 12.6 ms (2**20: 17.1, 2**22: 13.3).
+
 Threads: OpenBLAS (SciPy's, which numba calls) runs a product of M*K*N <= 2**18 on one thread and
 larger ones on all cores; called from numba's threads it oversubscribes them. So numba's threads take the
 batch only for small products; larger ones run one after the other, each on BLAS's threads. Batches of
@@ -33,35 +39,45 @@ from ops.cpu.layout import readonly
 from ops.cpu.threads import BLAS_SERIAL_MAX, parallel_kernel
 
 
-def _let_numpy_blas_sleep() -> bool:
-    """Whether NumPy's OpenBLAS threads sleep (OPENBLAS_THREAD_TIMEOUT ≤ 16) after making them read the variable:
-    an OpenBLAS loaded before ``ops`` set it keeps the timeout it read, so it reads the environment again
-    (``openblas_read_env``) and stops its threads (``blas_thread_shutdown_``), which its next product restarts
-    with the new timeout. Found among the process's libraries (Linux); False where it cannot tell (another BLAS,
-    another system). Runs once, at import, before attngraph's kernels use NumPy's BLAS."""
+def _numpy_openblas():
+    """NumPy's OpenBLAS library (ctypes); None where there is none to find (another BLAS, another system:
+    /proc/self/maps is Linux's)."""
     try:
         with open("/proc/self/maps") as maps:
             paths = {line.split()[-1] for line in maps if "openblas" in line and "numpy" in line}
     except OSError:
-        return False
+        return None
     for path in sorted(paths):
         try:
             library = ctypes.CDLL(path)
-            timeout, read_env, shutdown = (library.openblas_thread_timeout, library.openblas_read_env,
-                                           library.blas_thread_shutdown_)
+            for name in ("openblas_thread_timeout", "openblas_read_env", "blas_thread_shutdown_"):
+                getattr(library, name).restype = ctypes.c_int
+            return library
         except (OSError, AttributeError):
             continue
-        timeout.restype = ctypes.c_int
-        if str(timeout()) != os.environ.get("OPENBLAS_THREAD_TIMEOUT"):
-            read_env()
-            shutdown()
-        return 0 < timeout() <= 16
-    return False
+    return None
 
 
-NUMPY_BLAS_SLEEPS = _let_numpy_blas_sleep()
+def _let_numpy_blas_sleep(library) -> bool:
+    """Whether NumPy's OpenBLAS threads sleep (OPENBLAS_THREAD_TIMEOUT ≤ 16) after making them read the variable:
+    an OpenBLAS loaded before ``ops`` set it keeps the timeout it read, so it reads the environment again
+    (``openblas_read_env``) and stops its threads (``blas_thread_shutdown_``), which its next product restarts
+    with the new timeout. False where it cannot tell. Runs once, at import, before attngraph's kernels use
+    NumPy's BLAS."""
+    if library is None:
+        return False
+    if str(library.openblas_thread_timeout()) != os.environ.get("OPENBLAS_THREAD_TIMEOUT"):
+        library.openblas_read_env()
+        library.blas_thread_shutdown_()
+    return 0 < library.openblas_thread_timeout() <= 16
+
+
+_NUMPY_OPENBLAS = _numpy_openblas()
+NUMPY_BLAS_SLEEPS = _let_numpy_blas_sleep(_NUMPY_OPENBLAS)
+_set_numpy_blas_threads = getattr(_NUMPY_OPENBLAS, "openblas_set_num_threads_local", None)   # OpenBLAS ≥ 0.3.27
 _NUMPY_MAX = math.inf if NUMPY_BLAS_SLEEPS else 2 ** 24     # multiply-adds of the largest 2-D product for NumPy
 _NUMPY_BATCHED_MAX = 2 ** 15      # multiply-adds of each of the largest batched products for NumPy
+SERIAL_2D_MAX = 2 ** 21           # multiply-adds of the largest 2-D product NumPy's OpenBLAS runs on one thread
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False):
@@ -72,8 +88,11 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
     if b.ndim == 2 and (a.ndim == 2 or not transpose_a):
         a2 = a.T if transpose_a else a.reshape(math.prod(a.shape[:-1]), k)
         b2 = b.T if transpose_b else b
-        if a2.shape[0] * k * n > _NUMPY_MAX:
+        size = a2.shape[0] * k * n
+        if size > _NUMPY_MAX:
             return _matmul_2d(a2, b2).reshape(*a.shape[:-2], m, n)
+        if size <= SERIAL_2D_MAX and _set_numpy_blas_threads is not None:
+            return _on_one_thread(a2, b2).reshape(*a.shape[:-2], m, n)
         return _numpy_matmul(a2, b2).reshape(*a.shape[:-2], m, n)
     if m * k * n <= _NUMPY_BATCHED_MAX and k > 1:
         return _numpy_matmul(a.swapaxes(-1, -2) if transpose_a else a, b.swapaxes(-1, -2) if transpose_b else b)
@@ -88,6 +107,15 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
 def _numpy_matmul(a, b):
     with np.errstate(invalid="ignore", over="ignore"):      # NaN and Inf propagate, as in every kernel
         return np.matmul(a, b)
+
+
+def _on_one_thread(a, b):
+    """NumPy's a @ b with its OpenBLAS held to the calling thread for the call."""
+    threads = _set_numpy_blas_threads(1)
+    try:
+        return _numpy_matmul(a, b)
+    finally:
+        _set_numpy_blas_threads(threads)
 
 
 def _batch_index(shape, batch):

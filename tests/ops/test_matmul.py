@@ -90,3 +90,20 @@ def test_nan_and_inf_propagate_without_warnings_on_the_cpu(n, recwarn):
     a[0, 0] = np.nan
     out = cpu_matmul(a, np.zeros((n, n), np.float32))
     assert np.isnan(out).all() and not recwarn.list
+
+
+def test_a_small_product_runs_numpys_blas_on_one_thread_and_gives_its_threads_back():
+    """Products up to SERIAL_2D_MAX multiply-adds hold NumPy's OpenBLAS to the calling thread for the call only:
+    the thread count NumPy's own products see afterwards is the one before."""
+    from ops.cpu import matmul as module
+    if module._set_numpy_blas_threads is None:
+        pytest.skip("NumPy's BLAS is not an OpenBLAS with openblas_set_num_threads_local")
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((64, 64), np.float32), rng.standard_normal((64, 192), np.float32)
+    assert 64 * 64 * 192 <= module.SERIAL_2D_MAX
+    before = module._set_numpy_blas_threads(3)
+    try:
+        np.testing.assert_allclose(cpu_matmul(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+        assert module._set_numpy_blas_threads(3) == 3
+    finally:
+        module._set_numpy_blas_threads(before)

@@ -19,7 +19,7 @@ def cse(graph: Graph) -> Graph:
     seen = {}
 
     def visit(node, inputs, copy):
-        key = _key(node, inputs)
+        key = computation_key(node, inputs)
         if key is None:
             return copy(node, inputs)
         if key not in seen:
@@ -29,7 +29,20 @@ def cse(graph: Graph) -> Graph:
     return rewrite(graph, visit)
 
 
-def _key(node, inputs):
+def same_computations(order) -> dict:
+    """For nodes in a topological ``order``: each node that computes what an earlier one does → that earlier
+    node (the first of its kind), judged as ``cse`` judges, with inputs already mapped."""
+    first, same = {}, {}
+    for node in order:
+        key = computation_key(node, tuple(same.get(x, x) for x in node.inputs))
+        if key is not None and node.op != "constant":
+            twin = first.setdefault(key, node)
+            if twin is not node:
+                same[node] = twin
+    return same
+
+
+def computation_key(node, inputs):
     """What makes ``node`` the same computation as another, or None when it must stay on its own."""
     if node.op == "constant" and node.value.size <= MAX_CONSTANT:
         return "constant", node.dtype, node.shape, node.value.tobytes()

@@ -11,6 +11,7 @@
   concat(transpose(x₁, p), transpose(x₂, p), ...)      →  transpose(concat(x₁, x₂, ...), p), and
   concat(x[0:i], x[i:j], ...) or of x[k] reshaped      →  x, its sliced axis moved to the concatenation's,
                                                           when the slices tile x along the axis in order
+  a @ b contracting an axis of size 1   →  a column times a row, broadcast: an elementwise product to fuse
 
 Autodiff makes all of these: the gradient of ``x @ kᵀ`` with respect to k transposes the transposed k
 back; split and merged attention heads transpose twice in a row; the gradient of a sum is its output
@@ -94,6 +95,8 @@ def _simplified(graph: Graph) -> Graph:
                          copy(node, (g,), op="reshape", attrs={"shape": shape}, shape=shape)
                          for g in grads for shape in [g.shape[:axis] + (1,) + g.shape[axis:]]]
                 return copy(node, grads, op="concat", attrs={"axis": axis})
+        if node.op == "matmul" and _contracted(node, inputs[0]) == 1:
+            return _outer_product(node, inputs, copy)
         if node.kind == "call" and lookup(node.op).elementwise:
             inputs = _unbroadcast(node, inputs)
             if len(inputs) == 2:
@@ -105,6 +108,22 @@ def _simplified(graph: Graph) -> Graph:
         return copy(node, inputs)
 
     return rewrite(graph, visit)
+
+
+def _contracted(matmul, a):
+    """The size of the axis a product contracts (a's last, or its second last when a is transposed)."""
+    return a.shape[-2] if matmul.attrs.get("transpose_a") else a.shape[-1]
+
+
+def _outer_product(node, inputs, copy):
+    """``a @ b`` over a contracted axis of size 1 as ``a (…, m, 1) * b (…, 1, n)``: a transposed operand's
+    size-1 axis moves by a reshape (no copy), and the product is exact either way (one term per element)."""
+    a, b = inputs
+    column = a.shape[:-2] + (a.shape[-1] if node.attrs.get("transpose_a") else a.shape[-2], 1)
+    row = b.shape[:-2] + (1, b.shape[-2] if node.attrs.get("transpose_b") else b.shape[-1])
+    a, b = (x if x.shape == shape else copy(node, (x,), op="reshape", attrs={"shape": shape}, shape=shape)
+            for x, shape in ((a, column), (b, row)))
+    return copy(node, (a, b), op="mul", attrs={})
 
 
 def _inserted_units(before: tuple, after: tuple) -> list[int] | None:
