@@ -26,7 +26,7 @@ FUNCTIONS = {
     "transpose_slice": (lambda a: a.T[1:], (SMALL,)),
     "overflow": (lambda a: a * 2, (X,)),                         # 65504 · 2 is inf in float16, as in PyTorch
 }
-COVERS = {"bitcast"}
+COVERS = {"bitcast", "astype"}        # astype: the casts to and from float16 below
 
 
 def float32_rounded(fn, arrays):
