@@ -50,6 +50,7 @@ from .device import backend
 from .dims import format_shape, resolve_shape
 from .graph import DTYPES, Graph, Node, graph_method, is_gradient_output, unsupported_dtype
 from .interpreter import Checking, Interpreter, out_of_range
+from .tracing import UPDATE_PREFIX
 from .passes import optimize
 
 @graph_method("compile")
@@ -99,6 +100,8 @@ class Executable:
         self._constant_owners = frozenset(id(_owner(n.value)) for n in order if n.op == "constant")
         self._parameters = [(slot[n], n) for n in order if n.op == "parameter"]
         self._outputs = tuple(slot[n.inputs[0]] for n in graph.outputs)
+        self._updates = [(i, n.value) for i, n in enumerate(graph.outputs) if n.name.startswith(UPDATE_PREFIX)]
+        self._returned = [i for i, n in enumerate(graph.outputs) if not n.name.startswith(UPDATE_PREFIX)]
         self._nodes = [n for n in order if n.kind == "call"]
         self._steps = self._schedule(order, slot)
         self._plans: dict[tuple, list[tuple]] = {}
@@ -124,7 +127,8 @@ class Executable:
 
     @property
     def output_names(self) -> list[str]:
-        return self.graph.output_names
+        """The names of the outputs a call returns: the graph's, but the buffer updates it writes back."""
+        return [self.graph.output_names[i] for i in self._returned]
 
     def __call__(self, **feeds) -> Any:
         """The outputs for these inputs, as NumPy arrays."""
@@ -163,7 +167,13 @@ class Executable:
             except IndexError as error:
                 raise out_of_range(error, self._nodes[[step[2] for step in steps].index(output)]) from error
         outputs = tuple(env[i] for i in self._outputs)
-        return self._unshared(outputs, borrowed) if self.device == "cpu" else outputs
+        outputs = self._unshared(outputs, borrowed) if self.device == "cpu" else outputs
+        for i, buffer in self._updates:         # a module's buffer updated while tracing: written back, not returned
+            if buffer.device == self.device:
+                buffer.data = outputs[i]
+            else:
+                buffer.assign(self._backend.get(outputs[i]))
+        return outputs if not self._updates else tuple(outputs[i] for i in self._returned)
 
     def _unshared(self, outputs: tuple, borrowed: list) -> tuple:
         """The outputs, each copied if its memory belongs to a borrowed array or a constant."""

@@ -18,6 +18,7 @@ from .graph import Node, unsupported_dtype
 from .tracing import add_call, add_node, current_graph, user_source
 # einsum and the losses compose this module's ops (linalg.py and losses.py import it back, reading it only when called)
 from .linalg import baddbmm, bmm, einsum, outer
+from .norms import batch_norm, group_norm, rms_norm
 from .losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cosine_similarity, cross_entropy,
                      huber_loss, kl_div, l1_loss, mse_loss, nll_loss, pairwise_distance, smooth_l1_loss)
 
@@ -38,7 +39,8 @@ __all__ = [   # what ``import attngraph`` exports: the ops users call, and Tenso
     "flip", "roll", "repeat", "repeat_interleave", "chunk", "unflatten", "diag", "diagonal", "gather", "scatter",
     "scatter_add", "scatter_reduce", "index_select", "masked_fill", "masked_select", "nonzero",
     "matmul", "einsum", "outer", "bmm", "baddbmm", "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
-    "softmax", "log_softmax", "layer_norm", "cross_entropy", "nll_loss", "dropout", "Tensor",
+    "softmax", "log_softmax", "layer_norm", "rms_norm", "group_norm", "batch_norm", "cross_entropy", "nll_loss",
+    "dropout", "Tensor",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "mse_loss", "l1_loss", "smooth_l1_loss",
     "huber_loss", "cosine_similarity", "pairwise_distance",
 ]

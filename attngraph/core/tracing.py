@@ -35,6 +35,7 @@ class _TraceState(threading.local):
         self.parameters: dict[int, Node] = {}
         self.parameter_names: dict[int, str] = {}
         self.module_names: dict[int, str] = {}
+        self.updates: dict[int, tuple] = {}         # buffer id: (buffer, the node of its new value)
 
 
 STATE = _TraceState()
@@ -76,16 +77,45 @@ def building(graph: Graph, parameters: dict[int, Node] | None = None, root=None)
     parameter objects (by id) to nodes already in the graph; ``root`` is the module being traced, whose
     attribute paths name the scopes and parameters."""
     saved = (STATE.graph, STATE.scopes, STATE.call_path, STATE.parameters, STATE.grad_of, STATE.parameter_names,
-             STATE.module_names)
-    STATE.graph, STATE.scopes, STATE.call_path, STATE.grad_of = graph, [], (), None
+             STATE.module_names, STATE.updates)
+    STATE.graph, STATE.scopes, STATE.call_path, STATE.grad_of, STATE.updates = graph, [], (), None, {}
     STATE.parameters = {} if parameters is None else parameters
-    STATE.parameter_names = {id(p): name for name, p in root.named_parameters()} if root is not None else {}
+    STATE.parameter_names = {id(p): name for name, p in _named_state(root)} if root is not None else {}
     STATE.module_names = {id(m): name for name, m in root.named_modules()} if root is not None else {}
     try:
         yield graph
+        for buffer, node in STATE.updates.values():     # after the caller's outputs: update:<buffer>
+            name = UPDATE_PREFIX + parameter_node(buffer).name
+            add_node("output", (node,), {}, node.shape, node.dtype, name=name, scope="", stop_gradient=True,
+                     value=buffer)
     finally:
         (STATE.graph, STATE.scopes, STATE.call_path, STATE.parameters, STATE.grad_of, STATE.parameter_names,
-         STATE.module_names) = saved
+         STATE.module_names, STATE.updates) = saved
+
+
+UPDATE_PREFIX = "update:"       # the outputs holding a buffer's new value, which each run writes back
+
+
+def _named_state(module):
+    """A module's parameters and buffers (a module of attngraph.nn has both) with their dotted paths."""
+    return [*module.named_parameters(), *getattr(module, "named_buffers", list)()]
+
+
+def update_buffer(buffer, value) -> None:
+    """Make ``value`` (a tensor of ``buffer``'s shape and dtype) the new value of ``buffer`` (a module's buffer)
+    after each run of the graph being traced; a later update of the same buffer replaces it (build it from
+    ``buffer_value``)."""
+    node = value.node
+    if node.shape != buffer.shape or node.dtype != buffer.dtype:
+        raise ShapeError(f"the update of buffer {buffer.name!r} {format_shape(buffer.shape)} {buffer.dtype} is "
+                         f"{format_shape(node.shape)} {node.dtype} (at {user_source()})")
+    STATE.updates[id(buffer)] = (buffer, node)
+
+
+def buffer_value(buffer) -> Node:
+    """The node of ``buffer``'s value in the graph being traced: its latest update there, else the buffer."""
+    update = STATE.updates.get(id(buffer))
+    return parameter_node(buffer) if update is None else update[1]
 
 
 @contextmanager
@@ -128,7 +158,7 @@ def module_scope(module) -> str:
             path, n = f"{base}_{n}", n + 1
         for sub, m in module.named_modules(path):
             STATE.module_names.setdefault(id(m), sub)
-        for name, p in module.named_parameters():
+        for name, p in _named_state(module):
             STATE.parameter_names.setdefault(id(p), f"{path}.{name}" if path else name)
     return path
 

@@ -1,5 +1,5 @@
-"""The basic layers: Linear, Embedding, LayerNorm, Dropout, and the containers Sequential, ModuleList, MLP and the
-gated feed-forward SwiGLU."""
+"""The basic layers: Linear, Embedding, LayerNorm, RMSNorm, GroupNorm, BatchNorm1d/2d, Dropout, and the containers
+Sequential, ModuleList, MLP and the gated feed-forward SwiGLU."""
 from __future__ import annotations
 
 import math
@@ -9,6 +9,9 @@ import numpy as np
 
 from ..core import functional as F
 from ..core.parameter import Parameter
+from ..core.norms import batch_statistics
+from ..core.tracing import buffer_value, update_buffer
+from ..errors import ShapeError
 from . import init
 from .checks import flag, float_dtype, function, integer, module, non_negative, positive, probability, sizes
 from .module import Module
@@ -78,10 +81,82 @@ class RMSNorm(Module):
         self.weight = Parameter(np.ones(self.dim, dtype))
 
     def forward(self, x):
-        return x * F.rsqrt(F.mean(x * x, -1, keepdims=True) + self.eps) * self.weight
+        return F.rms_norm(x, self.dim, self.weight, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.dim}, eps={self.eps}"
+
+
+class GroupNorm(Module):
+    """Group normalization (Wu & He 2018) of x (N, C, ...): each group of C/G channels normalized over its channels
+    and positions, then γ and β per channel (torch.nn.GroupNorm)."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, dtype="float32"):
+        super().__init__()
+        self.num_groups, self.num_channels = sizes(num_groups=num_groups, num_channels=num_channels)
+        if self.num_channels % self.num_groups:
+            raise ValueError(f"num_groups {num_groups} must divide num_channels {num_channels}")
+        self.eps, dtype = positive("eps", eps), float_dtype("dtype", dtype)
+        affine = flag("affine", affine)
+        self.weight = Parameter(np.ones(self.num_channels, dtype)) if affine else None
+        self.bias = Parameter(np.zeros(self.num_channels, dtype)) if affine else None
+
+    def forward(self, x):
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}"
+
+
+class BatchNorm(Module):
+    """Batch normalization (Ioffe & Szegedy 2015) per channel of x (N, C, ...), as torch.nn.BatchNorm: in training
+    mode with the batch's mean and biased variance, and the buffers ``running_mean`` and ``running_var`` moved
+    toward the batch's mean and unbiased variance, r ← (1 − momentum)·r + momentum·batch (written back after each
+    run of the traced graph: see nn/module.py); in eval mode with the running statistics. ``momentum=None`` (torch's
+    cumulative average) is not offered."""
+
+    spatial: tuple[int, ...] = ()         # the numbers of axes after (N, C) the subclass takes
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, dtype="float32"):
+        super().__init__()
+        self.num_features, dtype = integer("num_features", num_features), float_dtype("dtype", dtype)
+        self.eps, self.momentum = positive("eps", eps), probability("momentum", momentum, certain=True)
+        affine, self.track_running_stats = flag("affine", affine), flag("track_running_stats", track_running_stats)
+        self.weight = Parameter(np.ones(self.num_features, dtype)) if affine else None
+        self.bias = Parameter(np.zeros(self.num_features, dtype)) if affine else None
+        if self.track_running_stats:
+            self.register_buffer("running_mean", np.zeros(self.num_features, dtype))
+            self.register_buffer("running_var", np.ones(self.num_features, dtype))
+
+    def forward(self, x):
+        if len(x.shape) - 2 not in self.spatial:
+            raise ShapeError(f"{type(self).__name__} takes (N, C{', L' if 1 in self.spatial else ', H, W'}), got "
+                             f"{x.shape}")
+        batch = self.training or not self.track_running_stats
+        if batch and self.track_running_stats:
+            self._update_running_statistics(x)
+        return F.batch_norm(x, None if batch else self.running_mean, None if batch else self.running_var,
+                            self.weight, self.bias, training=batch, eps=self.eps)
+
+    def _update_running_statistics(self, x):
+        mean, variance, count = (F.stop_gradient(v) for v in batch_statistics(x))
+        unbiased = variance * count / F.maximum(count - 1.0, 1.0)
+        for buffer, batch in ((self.running_mean, mean), (self.running_var, unbiased)):
+            update_buffer(buffer, F.Tensor(buffer_value(buffer)) * (1 - self.momentum) + batch * self.momentum)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}"
+
+
+class BatchNorm1d(BatchNorm):
+    """BatchNorm over x (N, C) or (N, C, L)."""
+    spatial = (0, 1)
+
+
+class BatchNorm2d(BatchNorm):
+    """BatchNorm over x (N, C, H, W)."""
+    spatial = (2,)
 
 
 class Dropout(Module):

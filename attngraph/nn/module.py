@@ -3,6 +3,14 @@
 Assigning a ``Parameter`` or a ``Module`` to an attribute registers it; the attribute paths
 (``encoder.layers.0.attn.w_q.weight``) are the parameter names, the scopes of the graph's nodes and the keys
 of ``state_dict``.
+
+Buffers (``register_buffer``) are arrays a module keeps that are not parameters: BatchNorm's running statistics.
+They are in ``state_dict`` (and so in checkpoints) beside the parameters, move with ``to``/``astype``, and are
+never trained: ``parameters()`` and the optimizers do not see them. A traced graph reads a buffer as it reads a
+frozen parameter; a module that changes one while tracing (``update_buffer``, BatchNorm in training mode) makes
+its new value an extra output of the graph, ``update:<path>``, and every run of a compiled graph writes it back
+into the buffer, as torch's forward updates it in place: ``graph.compile()``, ``value_and_grad``, gradcheck and
+the Trainer alike (core/tracing.py, core/executor.py).
 """
 from __future__ import annotations
 
@@ -21,6 +29,7 @@ class Module:
     def __init__(self):
         object.__setattr__(self, "_parameters", {})
         object.__setattr__(self, "_modules", {})
+        object.__setattr__(self, "_buffers", {})
 
     def __setattr__(self, name: str, value) -> None:
         if "_parameters" not in self.__dict__:
@@ -28,6 +37,7 @@ class Module:
                                  "assigning attributes")
         self._parameters.pop(name, None)
         self._modules.pop(name, None)
+        self._buffers.pop(name, None)
         if isinstance(value, Parameter):
             value.name = value.name or name
             self._parameters[name] = value
@@ -63,6 +73,24 @@ class Module:
                     seen.add(id(p))
                     yield (f"{path}.{name}" if path else name), p
 
+    def register_buffer(self, name: str, value) -> Parameter:
+        """Keep the float array ``value`` under ``name``: in ``state_dict``, not trained (see the module's doc)."""
+        buffer = Parameter(np.array(value, copy=True), trainable=False, name=name)
+        self._parameters.pop(name, None)
+        self._modules.pop(name, None)
+        self._buffers[name] = buffer
+        object.__setattr__(self, name, buffer)
+        return buffer
+
+    def named_buffers(self) -> Iterator[tuple[str, Parameter]]:
+        """Every buffer with its dotted path, as ``named_parameters``."""
+        for path, module in self.named_modules():
+            for name, buffer in module._buffers.items():
+                yield (f"{path}.{name}" if path else name), buffer
+
+    def _named_state(self) -> dict[str, Parameter]:
+        return {**dict(self.named_parameters()), **dict(self.named_buffers())}
+
     def parameters(self) -> list[Parameter]:
         return [p for _, p in self.named_parameters()]
 
@@ -70,15 +98,15 @@ class Module:
         return sum(p.size for p in self.parameters() if p.trainable or not trainable_only)
 
     def astype(self, dtype) -> "Module":
-        """Cast every parameter to ``dtype`` in place (float64 for gradient checks)."""
-        for p in self.parameters():
+        """Cast every parameter and buffer to ``dtype`` in place (float64 for gradient checks)."""
+        for p in self._named_state().values():
             p.assign(p.numpy().astype(dtype))
         return self
 
     def to(self, device: str) -> "Module":
         """Move every parameter to ``device`` ("cpu" or "cuda"), in place, as PyTorch's ``Module.to``. On "cuda"
-        they then stay on the GPU: graphs compiled for "cuda" use them there, without a copy per call."""
-        for p in self.parameters():
+        they then stay on the GPU: graphs compiled for "cuda" use them there, without a copy per call. Buffers too."""
+        for p in self._named_state().values():
             p.to(device)
         return self
 
@@ -91,14 +119,14 @@ class Module:
         return self.train(False)
 
     def state_dict(self) -> dict[str, np.ndarray]:
-        """Copies of every parameter's array (NumPy, wherever the parameter lives), keyed by dotted path."""
-        return {name: p.numpy() for name, p in self.named_parameters()}
+        """Copies of every parameter's and buffer's array (NumPy, wherever it lives), keyed by dotted path."""
+        return {name: p.numpy() for name, p in self._named_state().items()}
 
     def load_state_dict(self, state: dict[str, np.ndarray], strict: bool = True) -> None:
         """Copy ``state`` into the parameters. Everything is checked before anything is written: missing or
         unexpected names (when ``strict``) and shape or dtype differences raise ``CheckpointError`` listing
         them all, and leave the module unchanged."""
-        own = dict(self.named_parameters())
+        own = self._named_state()
         problems = []
         if strict:
             problems += [f"missing: {name}" for name in own if name not in state]

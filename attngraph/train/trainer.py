@@ -79,7 +79,7 @@ from tqdm.auto import tqdm
 
 from ..core.api import trace
 from ..core.device import backend
-from ..core.tracing import Input
+from ..core.tracing import UPDATE_PREFIX, Input
 from ..errors import AttnGraphError, CheckpointError, DataError, NonFiniteError
 from ..nn import checks
 from ..version import __version__
@@ -386,7 +386,8 @@ class Trainer:
             return {"loss": result.pop("loss"), **result}
 
         graph = trace(objective, **(self.inputs or batch))
-        for node in graph.outputs:
+        outputs = [node for node in graph.outputs if not node.name.startswith(UPDATE_PREFIX)]   # not returned
+        for node in outputs:
             if node.shape != ():
                 raise AttnGraphError(f"loss_fn's output {node.name!r} has shape {node.shape}; the Trainer logs "
                                      "scalars only (compute other outputs in eval_fn)")
@@ -395,10 +396,10 @@ class Trainer:
         if not wrt:
             raise AttnGraphError("the loss uses none of the optimizer's parameters")
         self._executable = graph.grad(wrt, output="loss").compile(self.device)
-        self._metrics = graph.output_names[1:]
+        self._metrics = [node.name for node in outputs[1:]]
         self._slots = [None] * len(self.optimizer.named)
         for j, node in enumerate(wrt):          # the gradients follow the graph's own outputs, in wrt's order
-            self._slots[position[id(node.value)]] = len(graph.outputs) + j
+            self._slots[position[id(node.value)]] = len(outputs) + j
 
     def _early_stopping(self, metrics: dict) -> None:
         value = _monitored(metrics, self.monitor)
