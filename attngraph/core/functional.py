@@ -37,6 +37,8 @@ __all__ = [   # what ``import attngraph`` exports: the ops users call, and Tenso
     "reshape", "transpose", "swapaxes", "broadcast_to", "expand_dims", "unsqueeze", "squeeze", "flatten", "moveaxis",
     "concat", "stack", "split", "take", "tril", "triu", "one_hot", "arange", "relative_distance", "embedding",
     "flip", "roll", "repeat", "repeat_interleave", "chunk", "unflatten", "diag", "diagonal", "gather", "scatter",
+    "scatter_add", "scatter_reduce", "index_select", "masked_fill", "masked_select", "nonzero", "pad",
+    "flip", "roll", "repeat", "repeat_interleave", "chunk", "unflatten", "diag", "diagonal", "gather", "scatter",
     "scatter_add", "scatter_reduce", "index_select", "masked_fill", "masked_select", "nonzero",
     "matmul", "einsum", "outer", "bmm", "baddbmm", "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
     "softmax", "log_softmax", "layer_norm", "rms_norm", "group_norm", "batch_norm", "cross_entropy", "nll_loss",
@@ -830,6 +832,380 @@ def _concrete(op: str, x, axis: int) -> int:
 
 
 def flip(x, dims):
+    """``x`` with the entries along each axis of ``dims`` in reverse order (torch.flip): a take of n − 1, ..., 0
+    (a slice of step −1 would do, but the CUDA fusion pass misreads its scatter, the gradient)."""
+    axes = _distinct_axes(x, dims)
+    if 0 in as_node(x).shape or not as_node(x).shape:       # nothing to reverse
+        return x
+    for axis in axes:
+        x = take(x, np.arange(_concrete("flip", x, axis) - 1, -1, -1), axis)
+    return x
+
+
+def roll(x, shifts, dims=None):
+    """out[..., (i + s) mod n, ...] = x[..., i, ...] along each axis of ``dims`` by its shift s (torch.roll): two
+    slices joined; without ``dims`` the flattened tensor is rolled and given its shape back."""
+    shifts = _int_tuple("roll", "shifts", shifts)
+    if dims is None:
+        if len(shifts) != 1:
+            raise ShapeError(f"roll without dims takes one shift, got {shifts} (at {user_source()})")
+        return reshape(roll(reshape(x, (-1,)), shifts, 0), as_node(x).shape)
+    dims = tuple(_axis(x, d) for d in _int_tuple("roll", "dims", dims))
+    if len(dims) != len(shifts):
+        raise ShapeError(f"roll takes one shift per axis, got shifts {shifts} and dims {dims} (at {user_source()})")
+    if not as_node(x).shape:
+        return x
+    for shift, axis in zip(shifts, dims):
+        n = _concrete("roll", x, axis)
+        k = shift % n if n else 0
+        if k:
+            before = (slice(None),) * axis
+            x = concat([index(x, before + (slice(n - k, None),)), index(x, before + (slice(0, n - k),))], axis)
+    return x
+
+
+def repeat(x, *sizes):
+    """``x`` tiled ``sizes[i]`` times along axis i (torch.Tensor.repeat, np.tile): more sizes than axes prepend axes
+    of length 1; a broadcast of (1, n) blocks to (r, n) reshaped to r·n, whose gradient sums the copies."""
+    sizes = _int_tuple("repeat", "sizes", _varargs(sizes), 0)
+    shape = as_node(x).shape
+    if len(sizes) < len(shape):
+        raise ShapeError(f"repeat takes at least one size per axis of {format_shape(shape)}, got {sizes} "
+                         f"(at {user_source()})")
+    shape = (1,) * (len(sizes) - len(shape)) + shape
+    blocks = reshape(x, [d for n in shape for d in (1, n)])
+    tiled = broadcast_to(blocks, [d for r, n in zip(sizes, shape) for d in (r, n)])
+    return reshape(tiled, [multiply(r, n) for r, n in zip(sizes, shape)])
+
+
+def repeat_interleave(x, repeats, dim=None):
+    """Each entry of ``x`` along ``dim`` repeated ``repeats`` times in place (torch.repeat_interleave): an int, or
+    one count per entry (a concrete array, list or tuple; one count serves all). ``dim`` None flattens ``x`` first.
+    Counts held by a traced tensor are refused: the result's length would depend on the data."""
+    if isinstance(repeats, Tensor):
+        raise TracingError(f"repeat_interleave's repeats is a traced tensor, so the result's length would depend on "
+                           f"the data: pass the counts as a NumPy array or a list (at {user_source()})")
+    if dim is None:
+        x, dim = reshape(x, (-1,)), 0
+    _not_scalar("repeat_interleave", x)
+    axis = _axis(x, dim)
+    counts = np.asarray(repeats)
+    if counts.dtype.kind not in "iu" or counts.ndim > 1 or (counts < 0).any():
+        raise ShapeError(f"repeat_interleave's repeats must be ints >= 0 (one, or one per entry), got {repeats!r} "
+                         f"(at {user_source()})")
+    shape = as_node(x).shape
+    if counts.ndim == 0 or counts.size == 1:
+        r = int(counts.reshape(()))
+        copies = broadcast_to(expand_dims(x, axis + 1), shape[:axis + 1] + (r,) + shape[axis + 1:])
+        return reshape(copies, shape[:axis] + (multiply(shape[axis], r),) + shape[axis + 1:])
+    n = _concrete("repeat_interleave", x, axis)
+    if counts.size != n:
+        raise ShapeError(f"repeat_interleave takes one count per entry of axis {axis} ({n}), got {counts.size} "
+                         f"(at {user_source()})")
+    return take(x, np.repeat(np.arange(n), counts), axis)
+
+
+def chunk(x, chunks: int, dim: int = 0) -> list:
+    """``x`` split along ``dim`` into parts of ⌈n / chunks⌉ (torch.chunk): the last one shorter, and fewer than
+    ``chunks`` parts when that size covers n sooner; an empty axis gives ``chunks`` empty parts."""
+    if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
+        raise ShapeError(f"chunk's chunks must be an int >= 1, got {chunks!r} (at {user_source()})")
+    _not_scalar("chunk", x)
+    n = _concrete("chunk", x, _axis(x, dim))
+    return split(x, -(-n // int(chunks)) if n else [0] * int(chunks), dim)
+
+
+def unflatten(x, dim: int, sizes):
+    """``x`` with axis ``dim`` split into axes of ``sizes``, whose product is its length; one size may be −1,
+    inferred (torch.unflatten)."""
+    sizes = _int_tuple("unflatten", "sizes", sizes, -1)
+    if not sizes or sizes.count(-1) > 1:
+        raise ShapeError(f"unflatten's sizes must be non-empty with at most one -1, got {sizes} (at {user_source()})")
+    _not_scalar("unflatten", x)
+    shape, axis = as_node(x).shape, _axis(x, dim)
+    known = multiply(*(s for s in sizes if s != -1))
+    length = divide(shape[axis], known) if -1 in sizes else shape[axis] if known == shape[axis] else None
+    if length is None:
+        raise ShapeError(f"unflatten cannot split axis {axis} of length {shape[axis]} into {sizes} "
+                         f"(at {user_source()})")
+    sizes = tuple(length if s == -1 else s for s in sizes)
+    return reshape(x, shape[:axis] + sizes + shape[axis + 1:])
+
+
+def diagonal(x, offset: int = 0, dim1: int = 0, dim2: int = 1):
+    """The entries x[..., i, i + offset, ...] of axes ``dim1`` and ``dim2`` (torch.diagonal): those two axes go and
+    the diagonal becomes the last one. Read as one strided slice of the two axes flattened: the gradient is 0 off
+    the diagonal."""
+    if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)):
+        raise ShapeError(f"diagonal's offset must be an int, got {offset!r} (at {user_source()})")
+    axes = _distinct_axes(x, (dim1, dim2))
+    if len(as_node(x).shape) < 2:
+        raise ShapeError(f"diagonal takes a tensor of at least two axes, got {format_shape(as_node(x).shape)} "
+                         f"(at {user_source()})")
+    rows, cols = (_concrete("diagonal", x, a) for a in axes)
+    x = moveaxis(x, axes, (-2, -1))
+    length = builtins.max(0, builtins.min(rows, cols - offset) if offset >= 0 else builtins.min(rows + offset, cols))
+    start = offset if offset >= 0 else -offset * cols
+    flat = reshape(x, as_node(x).shape[:-2] + (rows * cols,))
+    return index(flat, (Ellipsis, slice(start, start + length * (cols + 1) - cols, cols + 1) if length else
+                        slice(0, 0)))
+
+
+_diagonal = diagonal        # diag's argument ``diagonal`` (torch's name) hides the function
+
+
+def diag(x, diagonal: int = 0):
+    """torch.diag: a 1-D ``x`` of n entries as the (n + |k|)² matrix holding it on diagonal k (zeros elsewhere);
+    a 2-D one's diagonal k. The matrix is x with m zeros after each entry, flattened, so that entry i lands at
+    i·(m + 1) plus the diagonal's start."""
+    shape = as_node(x).shape
+    if len(shape) == 2:
+        return _diagonal(x, diagonal)
+    if len(shape) != 1 or isinstance(diagonal, bool) or not isinstance(diagonal, (int, np.integer)):
+        raise ShapeError(f"diag takes a 1-D or 2-D tensor and an int diagonal, got {format_shape(shape)} and "
+                         f"{diagonal!r} (at {user_source()})")
+    n, k, dtype = _concrete("diag", x, 0), int(diagonal), as_node(x).dtype
+    m = n + builtins.abs(k)
+    spaced = reshape(concat([reshape(x, (n, 1)), zeros((n, m), dtype=dtype)], 1), (-1,))
+    start = k if k >= 0 else -k * m
+    filled = concat([zeros((start,), dtype=dtype), spaced, zeros((m * m,), dtype=dtype)], 0)
+    return reshape(index(filled, slice(0, m * m)), (m, m))
+
+
+def _along(op: str, x, dim, index_):
+    """x and index made at least 1-D (a 0-d pair as torch's: one entry on axis 0), and ``dim`` normalized."""
+    scalar = not as_node(x).shape
+    axis = _axis(x, dim)
+    if scalar and not as_node(index_).shape:
+        return reshape(x, (1,)), reshape(index_, (1,)), 0, True
+    return x, index_, axis, False
+
+
+PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def pad(x, pad, mode: str = "constant", value=None):
+    """torch.nn.functional.pad: ``pad`` holds (before, after) widths for the last axis, then the one before it, and
+    so on; a negative width crops. ``"constant"`` fills with ``value`` (0 by default); ``"reflect"`` mirrors
+    about the edge entry (width < n), ``"replicate"`` repeats it, ``"circular"`` wraps round (width ≤ n). These
+    three take any number of axes (torch: the last one to three, with batch axes before) and are a take of
+    source positions, whose gradient accumulates into the positions read more than once."""
+    widths = _int_tuple("pad", "pad", pad)
+    shape = as_node(x).shape
+    if len(widths) % 2 or len(widths) // 2 > len(shape):
+        raise ShapeError(f"pad takes (before, after) pairs for at most the {len(shape)} axes of "
+                         f"{format_shape(shape)}, got {widths} (at {user_source()})")
+    if mode not in PAD_MODES:
+        raise ShapeError(f"pad's mode must be one of {', '.join(PAD_MODES)}, not {mode!r} (at {user_source()})")
+    if mode != "constant" and value is not None:
+        raise ShapeError(f"pad's {mode} mode takes no value (at {user_source()})")
+    for k in range(len(widths) // 2):
+        axis, before, after = len(shape) - 1 - k, widths[2 * k], widths[2 * k + 1]
+        if before or after:
+            x = _pad_axis(x, axis, before, after, mode, 0 if value is None else value)
+    return x
+
+
+def _pad_axis(x, axis, before, after, mode, value):
+    n = _concrete("pad", x, axis)
+    if n + before + after < 0:
+        raise ShapeError(f"pad crops more than the {n} entries of axis {axis}: widths {before}, {after} "
+                         f"(at {user_source()})")
+    limit = {"reflect": n - 1, "circular": n, "replicate": n and math.inf}.get(mode, math.inf)
+    if builtins.max(before, after) > limit:
+        raise ShapeError(f"pad's {mode} mode takes widths of at most {limit} on axis {axis} of length {n}, got "
+                         f"{before}, {after} (at {user_source()})")
+    if mode != "constant":
+        source = np.arange(-before, n + after)
+        source = {"reflect": lambda p: np.where(p < 0, -p, np.where(p >= n, 2 * (n - 1) - p, p)),
+                  "replicate": lambda p: np.clip(p, 0, n - 1), "circular": lambda p: p % n}[mode](source)
+        return take(x, source, axis)
+    shape, dtype = as_node(x).shape, as_node(x).dtype
+    x = index(x, (slice(None),) * axis + (slice(builtins.max(-before, 0), n + builtins.min(after, 0)),))
+    fill = [full(shape[:axis] + (builtins.max(w, 0),) + shape[axis + 1:], value, dtype) for w in (before, after)]
+    return concat([fill[0]] * (before > 0) + [x] + [fill[1]] * (after > 0), axis)
+
+
+def gather(x, dim: int, index):
+    """out[i][j][k] = x[i][index[i][j][k]][k] for dim 1 (torch.gather): ``index`` has x's rank and is no longer
+    than x on the other axes; the result has its shape. An index outside [0, n) raises ShapeError while tracing
+    (a constant index) or BindingError when the graph runs, naming the axis. The gradient scatter-adds back."""
+    x, index_, axis, scalar = _along("gather", x, dim, index)
+    _check_constant_index("gather", index_, as_node(x).shape, axis)
+    out = emit("take_along_axis", x, index_, axis=axis)
+    return reshape(out, ()) if scalar else out
+
+
+def _check_constant_index(op, index_, shape, axis):
+    node = as_node(index_)
+    n = shape[axis]
+    if node.op == "constant" and node.value.dtype.kind in "iu" and isinstance(n, int):
+        bad = (node.value < 0) | (node.value >= n)
+        if bad.any():
+            raise ShapeError(f"{op}: index {node.value[bad].flat[0]} is out of bounds for axis {axis} with size {n} "
+                             f"(at {user_source()})")
+
+
+def scatter(x, dim: int, index, src=None, value=None, reduce: str | None = None):
+    """A copy of ``x`` with out[i][index[i][j][k]][k] = src[i][j][k] for dim 1 (torch.scatter): ``src`` a tensor
+    at least as large as ``index`` (its leading block used) or ``value`` a number; which of repeated positions
+    wins is the last (torch leaves it unspecified). ``reduce`` "add" or "multiply" combines instead, as torch's.
+    Gradients: x's where not overwritten, src's gathered from the output's."""
+    if reduce is not None:
+        modes = {"add": "sum", "multiply": "prod"}
+        if reduce not in modes:
+            raise ShapeError(f"scatter's reduce must be None, 'add' or 'multiply', not {reduce!r} (at {user_source()})")
+        return scatter_reduce(x, dim, index, _source("scatter", x, index, src, value), modes[reduce])
+    return _put("scatter", x, dim, index, _source("scatter", x, index, src, value), "assign")
+
+
+def scatter_add(x, dim: int, index, src):
+    """A copy of ``x`` with src[i][j][k] added to out[i][index[i][j][k]][k] for dim 1, repeated positions
+    accumulating (torch.scatter_add)."""
+    return _put("scatter_add", x, dim, index, src, "sum")
+
+
+def scatter_reduce(x, dim: int, index, src, reduce: str, include_self: bool = True):
+    """torch.scatter_reduce: each out[i][index[i][j][k]][k] for dim 1 is the ``reduce`` ("sum", "prod", "mean",
+    "amax", "amin") of the src entries sent there and, with ``include_self``, x's own entry; positions nothing is
+    sent to keep x's. "mean" of integers rounds down, as torch's. Gradients are torch's: a product's is the
+    product of the others, amax's and amin's are shared evenly between the entries equal to the result."""
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+        raise ShapeError(f"scatter_reduce's reduce must be 'sum', 'prod', 'mean', 'amax' or 'amin', not {reduce!r} "
+                         f"(at {user_source()})")
+    if not include_self:
+        identity = {"sum": 0, "mean": 0, "prod": 1}.get(reduce)
+        dtype = as_node(x).dtype
+        if identity is None:
+            limits = (-np.inf, np.inf) if dtype.kind == "f" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+            identity = limits[reduce == "amin"]
+        x = _put("scatter_reduce", x, dim, index, full_like(index, identity, dtype), "assign")
+    if reduce != "mean":
+        return _put("scatter_reduce", x, dim, index, src, reduce)
+    total = _put("scatter_reduce", x, dim, index, src, "sum")
+    dtype = as_node(x).dtype
+    count = _put("scatter_reduce", full_like(x, int(include_self), dtype), dim, index, full_like(index, 1, dtype),
+                 "sum")
+    count = maximum(count, 1)
+    return floor_divide(total, count) if dtype.kind in "iu" else total / count
+
+
+def _source(op, x, index, src, value):
+    if (src is None) == (value is None):
+        raise ShapeError(f"{op} takes either src (a tensor) or value (a number) (at {user_source()})")
+    return full_like(index, value, as_node(x).dtype) if src is None else src
+
+
+def _put(op: str, x, dim, positions, src, reduce: str):
+    """put_along_axis of ``src`` cut to the shape of the index ``positions`` (torch lets src be larger)."""
+    x, index_, axis, scalar = _along(op, x, dim, positions)
+    if scalar:
+        src = reshape(src, (1,))
+    shape, source = as_node(index_).shape, as_node(src).shape
+    if len(source) != len(shape) or not builtins.all(isinstance(s, int) and isinstance(n, int) and s >= n or s == n
+                                                      for s, n in zip(source, shape)):
+        raise ShapeError(f"{op}'s src {format_shape(source)} must have the rank of its index and be at least as "
+                         f"long on every axis, index {format_shape(shape)} (at {user_source()})")
+    if source != shape:
+        src = index(src, tuple(slice(0, n) for n in shape))
+    _check_constant_index(op, index_, as_node(x).shape, axis)
+    out = emit("put_along_axis", x, index_, src, axis=axis, reduce=reduce)
+    return reshape(out, ()) if scalar else out
+
+
+def index_select(x, dim: int, index):
+    """The entries of ``x`` along ``dim`` at a 1-D (or 0-d) integer ``index``, in its order (torch.index_select):
+    the axis keeps its place with the index's length. Negative indices count from the end (torch refuses them)."""
+    if len(as_node(index).shape) > 1:
+        raise ShapeError(f"index_select takes a 1-D index, got {format_shape(as_node(index).shape)} "
+                         f"(at {user_source()})")
+    if not as_node(x).shape:
+        _axis(x, dim)
+        return take(reshape(x, (1,)), index)
+    return take(x, reshape(index, (-1,)), dim)
+
+
+def masked_fill(x, mask, value):
+    """``value`` (a number, or a 0-d tensor whose gradient sums over the filled entries) where the boolean
+    ``mask``, broadcast to x's shape, is True; x elsewhere (torch.masked_fill)."""
+    node, mask_node = as_node(x), as_node(mask)
+    if mask_node.dtype != np.bool_:
+        raise DTypeError(f"masked_fill's mask must be bool, not {mask_node.dtype} (at {user_source()})")
+    if _broadcast_shape(mask_node.shape, node.shape) != node.shape:
+        raise ShapeError(f"masked_fill's mask {format_shape(mask_node.shape)} does not broadcast to the tensor's "
+                         f"shape {format_shape(node.shape)} (at {user_source()})")
+    if isinstance(value, (Tensor, np.ndarray)):
+        if as_node(value).shape:
+            raise ShapeError(f"masked_fill's value must be a number or a 0-d tensor, got shape "
+                             f"{format_shape(as_node(value).shape)} (at {user_source()})")
+        value = astype(value, node.dtype)
+    elif not isinstance(value, (int, float)):
+        raise DTypeError(f"masked_fill's value must be a number or a 0-d tensor, not {type(value).__name__} "
+                         f"(at {user_source()})")
+    elif _is_python_number(value) and isinstance(value, int) and node.dtype.kind in "iu":
+        value = lift_scalars("masked_fill", x, value)[1]
+    else:
+        value = constant(value, node.dtype)
+    return where(mask, value, x)
+
+
+def _broadcast_shape(a, b):
+    try:
+        return broadcast(a, b)
+    except ValueError:
+        return None
+
+
+def masked_select(x, mask) -> np.ndarray:
+    """The entries of ``x`` where the boolean ``mask`` (broadcast with x) is True, in order, as a 1-D array
+    (torch.masked_select), on NumPy arrays only: inside a graph the result's length would depend on the data."""
+    _eager("masked_select", "ag.where(mask, x, 0) or ag.masked_fill(x, ~mask, 0), which keep the shape", x, mask)
+    x, mask = np.asarray(x), np.asarray(mask)
+    if mask.dtype != np.bool_:
+        raise DTypeError(f"masked_select's mask must be bool, not {mask.dtype}")
+    x, mask = np.broadcast_arrays(x, mask)
+    return x[mask]
+
+
+def nonzero(x, as_tuple: bool = False):
+    """The int64 indices of the non-zero entries of ``x``, one row (i, j, ...) each in C order (torch.nonzero),
+    or with ``as_tuple`` one array per axis (a 0-d x counts as 1-d); on NumPy arrays only: inside a graph the
+    number of rows would depend on the data."""
+    _eager("nonzero", "ag.where(x != 0, ...) or a mask multiplied in, which keep the shape", x)
+    x = np.asarray(x)
+    if as_tuple:
+        return tuple(i.astype(np.int64) for i in np.nonzero(np.atleast_1d(x)))
+    return np.argwhere(x).astype(np.int64)
+
+
+def _eager(op: str, alternative: str, *arrays):
+    if builtins.any(isinstance(a, Tensor) for a in arrays):
+        raise TracingError(f"{op} of a traced tensor: the result's shape depends on the data, which a graph does not "
+                           f"know until it runs. Use {alternative}; or call {op} on NumPy arrays "
+                           f"(at {user_source()})")
+
+
+def _int_tuple(op: str, argument: str, value, minimum=None) -> tuple[int, ...]:
+    """``value``, an int or a sequence of ints (each at least ``minimum``), as a tuple; else a ShapeError naming
+    ``op`` and ``argument``."""
+    values = (value,) if isinstance(value, (int, np.integer)) else tuple(value) \
+        if isinstance(value, (tuple, list)) else None
+    if values is None or not builtins.all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and (
+            minimum is None or v >= minimum) for v in values):
+        raise ShapeError(f"{op}'s {argument} must be an int{'' if minimum is None else f' >= {minimum}'} or a "
+                         f"sequence of them, got {value!r} (at {user_source()})")
+    return tuple(int(v) for v in values)
+
+
+def _concrete(op: str, x, axis: int) -> int:
+    dim = as_node(x).shape[axis]
+    if isinstance(dim, str):
+        raise ShapeError(f"{op} needs a concrete length on axis {axis}, not the symbolic {dim}: trace with a concrete "
+                         f"size (at {user_source()})")
+    return dim
+
+
+def flip(x, dims):
     """``x`` with the entries along each axis of ``dims`` in reverse order (torch.flip): a slice of step −1."""
     axes = _distinct_axes(x, dims)
     if not as_node(x).shape:
@@ -1363,6 +1739,10 @@ class Tensor:
     mT = property(lambda self: swapaxes(self, -1, -2))
     sum, mean, max, min, logsumexp, astype, clip = sum, mean, max, min, logsumexp, astype, clip
     exp, log, sqrt, tanh, sigmoid, relu, abs = exp, log, sqrt, tanh, sigmoid, relu, abs
+    flip, roll, repeat, repeat_interleave, chunk, unflatten, diagonal = (flip, roll, repeat, repeat_interleave, chunk,
+                                                                         unflatten, diagonal)
+    gather, scatter, scatter_add, scatter_reduce, index_select, masked_fill = (gather, scatter, scatter_add,
+                                                                               scatter_reduce, index_select, masked_fill)
 
     def reshape(self, *shape):
         return reshape(self, _varargs(shape))

@@ -43,7 +43,8 @@ def put_along_axis(x, index, src, axis, reduce):
     if reduce == "assign":
         out[at] = src
     else:
-        REDUCE[reduce].at(out, at, src)
+        with np.errstate(invalid="ignore"):         # NaN meeting NaN in amax / amin: NaN, as meant
+            REDUCE[reduce].at(out, at, src)
     return out
 
 
