@@ -346,6 +346,8 @@ def _programs() -> list:
     def ordering(x, y, tokens, table):
         top, at = ag.topk(x, 2)
         h = ag.sort(y, axis=1, descending=True)[0] + ag.cumsum(x, 1) + ag.argmax(y, -1, keepdims=True).astype(x.dtype)
+        h = h + ag.cumprod(y, 1) + ag.logcumsumexp(x, -1) + ag.cummax(x, 0)[0] + ag.cummin(y, 2)[0]
+        h = h + ag.prod(x, 2, keepdims=True)
         return ag.sum(top * at.astype(x.dtype)) + ag.sum(h * y) + ag.sum(ag.argmin(x, 0).astype(x.dtype))
 
     return [elementwise, shapes, normalization, attention, convolution, ordering]

@@ -19,7 +19,7 @@ BACKWARD = {name for name, reason in NO_ONNX_FORM.items() if reason.startswith("
 # primitives that are no ag.<name>, and what reaches them (backward ops are emitted by their forward op's VJP)
 WITHOUT_WRAPPER = {"argsort": "ag.sort, ag.topk", "gather": "ag.take, ag.embedding", "getitem": "x[index]",
                    "size": "ag.mean, ag.var", "fused": "the elementwise fusion pass",
-                   "ring_attention": "attngraph.attention.ring",
+                   "ring_attention": "attngraph.attention.ring", "cumarg": "ag.cummax, ag.cummin",
                    "take_along_axis": "ag.gather", "put_along_axis": "ag.scatter, ag.scatter_add, ag.scatter_reduce"}
 # primitives that neither the cases of tests/core/test_primitives.py (run on both devices by
 # tests/cuda/test_executor.py) nor the rows of tests/ops/test_op_table.py (run on both devices there) reach, and the
@@ -33,6 +33,8 @@ TESTED_ELSEWHERE = {
     "var": "tests/ops/test_reduce.py",
     "argmax": "tests/ops/test_sort.py", "argmin": "tests/ops/test_sort.py", "argsort": "tests/ops/test_sort.py",
     "cumsum": "tests/ops/test_scan.py",
+    "cumprod": "tests/ops/test_reduction_table.py", "logcumsumexp": "tests/ops/test_reduction_table.py",
+    "cumarg": "tests/ops/test_reduction_table.py", "prod": "tests/ops/test_reduction_table.py",
     "arange": "tests/ops/test_positions.py", "relative_distance": "tests/ops/test_positions.py",
     "cross_entropy": "tests/ops/test_cross_entropy.py", "cross_entropy_grad": "tests/ops/test_cross_entropy.py",
     "dropout": "tests/ops/test_dropout.py", "gather": "tests/ops/test_embedding.py",

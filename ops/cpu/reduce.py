@@ -1,4 +1,4 @@
-"""Sum, max, min and log-sum-exp over a set of axes.
+"""Sum, product, max, min and log-sum-exp over a set of axes.
 
 The reduced axes are brought together so that x becomes a C-contiguous (A, K, N) array reduced over its
 middle axis: a free reshape when the axes are consecutive (sums over leading axes, which undo
@@ -12,6 +12,8 @@ runs over contiguous memory:
 Sums of floats accumulate in the input dtype: float32 fills twice the vector lanes of float64 accumulators,
 and the lanes' partial sums keep the error NumPy's own. Sums of bool and integers are int64, as torch.sum
 and np.sum give them.
+The product, of bool and integers in int64 too (as torch.prod), is NumPy's (one multiply per element: an op
+rarely on a model's hot path, kept IEEE-exact without fastmath, so that 0 · inf is NaN and NaN propagates).
 Max keeps the input dtype, bool and integers included. It runs without fastmath so that NaN propagates as
 in np.max; mathfn.maximum keeps it vectorized (a comparison in its place does not vectorize).
 Min is the max of the order-reversed input: -max(-x) for floats (exact, NaN kept), ~max(~x) for integers and
@@ -46,6 +48,13 @@ def sum(x, axes, keepdims):
     else:
         out = _sum_middle(x3)
     return out.reshape(shape)
+
+
+def prod(x, axes, keepdims):
+    """Product of x over `axes` (normalized, non-negative; () gives a copy); 1 over empty axes. Floats keep their
+    dtype; bool and integers are multiplied in int64."""
+    x = np.asarray(x)
+    return np.asarray(np.prod(x, tuple(axes), x.dtype if x.dtype.kind == "f" else np.int64, keepdims=keepdims))
 
 
 def max(x, axes, keepdims):
@@ -185,4 +194,4 @@ def _max_middle(x):
     return out
 
 
-KERNELS = {"sum": sum, "max": max, "min": min, "logsumexp": logsumexp, "var": var}
+KERNELS = {"sum": sum, "prod": prod, "max": max, "min": min, "logsumexp": logsumexp, "var": var}

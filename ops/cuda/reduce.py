@@ -1,4 +1,5 @@
-"""Sum, max, min and log-sum-exp over a set of axes, and the block-wide tree reductions that the row kernels share.
+"""Sum, product, max, min and log-sum-exp over a set of axes, and the block-wide tree reductions that the row kernels
+share.
 
 As on the CPU (ops/cpu/reduce.py), x becomes a C-contiguous (A, K, N) array reduced over its middle axis: a
 free reshape when the reduced axes are consecutive, otherwise a transposed copy that moves them last (N = 1).
@@ -6,7 +7,8 @@ free reshape when the reduced axes are consecutive, otherwise a transposed copy 
   in shared memory, halving the active threads at each of log2(ROW_THREADS) steps (``block_sum``,
   ``block_max``).
 - N > 1: a thread per output (a, n) loops over k; neighbouring threads read neighbouring n (coalesced).
-Sums of floats accumulate in the input dtype, sums of bool and integers in int64, as on the CPU. Max and min keep
+Sums and products of floats accumulate in the input dtype, of bool and integers in int64, as on the CPU. Max and min
+keep
 the input dtype (bool and integers included) and propagate NaN. Log-sum-exp is m + log Σ exp(x - m) as on the
 CPU, from these kernels and the elementwise ones, and so is the variance, Σ(x - mean)² / max(0, n - correction).
 """
@@ -76,6 +78,8 @@ def _reduction(combine, start):
 
 block_sum, _sum_rows, _sum_middle = _reduction(device_function(lambda a, b: a + b),
                                                device_function(lambda x, index: x.dtype.type(0)))
+_, _prod_rows, _prod_middle = _reduction(device_function(lambda a, b: a * b),
+                                         device_function(lambda x, index: x.dtype.type(1)))
 block_max, _max_rows, _max_middle = _reduction(device_function(lambda a, b: a if a >= b or a != a else b),
                                                device_function(lambda x, index: x[index]))
 _, _min_rows, _min_middle = _reduction(device_function(lambda a, b: a if a <= b or a != a else b),
@@ -88,6 +92,14 @@ def sum(x, axes, keepdims):
     if x.dtype.kind != "f":
         x = astype(x, np.int64)
     return _reduce(_sum_rows, _sum_middle, *_as_reduction(x, axes, keepdims))
+
+
+def prod(x, axes, keepdims):
+    """Product of x over ``axes`` (normalized, non-negative; () gives a copy); 1 over empty axes. Floats keep their
+    dtype; bool and integers are multiplied in int64."""
+    if x.dtype.kind != "f":
+        x = astype(x, np.int64)
+    return _reduce(_prod_rows, _prod_middle, *_as_reduction(x, axes, keepdims))
 
 
 def max(x, axes, keepdims):
@@ -150,4 +162,4 @@ def _as_reduction(x, axes, keepdims):
     return x.reshape(math.prod(x.shape[:first]), math.prod(x.shape[first:last]), math.prod(x.shape[last:])), shape
 
 
-KERNELS = {"sum": sum, "max": max, "min": min, "logsumexp": logsumexp, "var": var}
+KERNELS = {"sum": sum, "prod": prod, "max": max, "min": min, "logsumexp": logsumexp, "var": var}

@@ -1,7 +1,7 @@
-"""Reductions over axes: ``sum``, ``max``, ``min``, ``logsumexp``, ``var``, and ``size`` (the element count that
-``mean`` divides by, read at run time so that it holds for symbolic dimensions). Sums of bool and integers are int64 (as
-torch.sum); max and min keep their input's dtype and have no value over an axis of size 0 (as torch.amax and
-torch.amin); logsumexp takes floats and is -inf over an axis of size 0 (as torch.logsumexp)."""
+"""Reductions over axes: ``sum``, ``prod``, ``max``, ``min``, ``logsumexp``, ``var``, and ``size`` (the element count
+that ``mean`` divides by, read at run time so that it holds for symbolic dimensions). Sums and products of bool and
+integers are int64 (as torch.sum and torch.prod), 0 and 1 over an axis of size 0; max and min keep their input's
+dtype and have no value over an axis of size 0 (as torch.amax and torch.amin); logsumexp takes floats and is -inf over an axis of size 0 (as torch.logsumexp)."""
 from math import prod
 
 import numpy as np
@@ -23,6 +23,17 @@ def reduced_shape(x, axes, keepdims):
 
 def sum_rule(x, axes, keepdims):
     return reduced_shape(x, axes, keepdims), x.dtype if x.dtype.kind == "f" else np.dtype(np.int64)
+
+
+def prod_vjp(g, y, x, axes, keepdims):
+    """∂/∂xᵢ Π x = Π_{j ≠ i} xⱼ: y / xᵢ where the reduction holds no zero; at its only zero the product of the others,
+    and 0 at every element of a reduction with two zeros or more (as torch's prod_backward). Zeros are divided
+    by 1 in the first form, so that no 0 / 0 reaches the gradient's own gradient."""
+    zero = F.equal(x, 0)
+    nonzero = F.where(zero, 1, x)
+    lone_zero = F.equal(F.sum(zero, axes, keepdims=True), 1).astype(x.dtype)
+    others = F.where(zero, F.prod(nonzero, axes, keepdims=True) * lone_zero, spread(y, x, axes, keepdims) / nonzero)
+    return (spread(g, x, axes, keepdims) * others,)
 
 
 def extremum_rule(name: str):
@@ -77,6 +88,7 @@ def reduce_flops(out, x, axes, keepdims):
 
 define("sum", sum_rule, flops=reduce_flops,
        vjp=lambda g, y, x, axes, keepdims: (spread(g, x, axes, keepdims),))
+define("prod", sum_rule, flops=reduce_flops, vjp=prod_vjp)
 define("max", extremum_rule("max"), flops=reduce_flops,
        vjp=extremum_vjp)
 define("min", extremum_rule("min"), flops=reduce_flops,
