@@ -1,5 +1,6 @@
 """The shape contracts that graphs, exporters and every device's kernels share, in no device's file: the attention
-primitives' layouts, sequence lengths, score shape and optional inputs, and a convolution's output size."""
+primitives' layouts, sequence lengths, score shape and optional inputs, and the output sizes of convolutions and
+pooling."""
 import numpy as np
 
 
@@ -31,6 +32,17 @@ def scores_shape(q_shape, k_shape, layout: str) -> tuple:
     return q_shape[:-1] + (tk,) if layout == "bhtd" else q_shape[:-3] + (q_shape[-2], tq, tk)
 
 
-def output_size(size, kernel, stride, pad_before, pad_after, dilation):
-    """The number of positions of a dilated kernel along an axis of ``size`` padded on both sides."""
-    return (size + pad_before + pad_after - dilation * (kernel - 1) - 1) // stride + 1
+def output_size(size, kernel, stride, pad_before, pad_after, dilation, ceil_mode=False):
+    """The number of positions of a dilated kernel along an axis of ``size`` padded on both sides, as PyTorch counts
+    them: (size + before + after − dilation·(kernel − 1) − 1) / stride + 1, rounded down, or with ``ceil_mode`` up
+    while the last window still starts inside the input or its left padding."""
+    span = size + pad_before + pad_after - dilation * (kernel - 1) - 1
+    count = (span + (stride - 1 if ceil_mode else 0)) // stride + 1
+    return count - 1 if ceil_mode and (count - 1) * stride >= size + pad_before else count
+
+
+def transposed_size(size, kernel, stride, pad_before, pad_after, dilation, output_padding):
+    """The length of a transposed convolution's output along an axis: the input that a convolution with these
+    arguments maps to ``size`` positions, (size − 1)·stride − before − after + dilation·(kernel − 1) + 1, and
+    ``output_padding`` more (which of the ``stride`` such inputs)."""
+    return (size - 1) * stride - pad_before - pad_after + dilation * (kernel - 1) + 1 + output_padding

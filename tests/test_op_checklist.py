@@ -19,13 +19,12 @@ BACKWARD = {name for name, reason in NO_ONNX_FORM.items() if reason.startswith("
 # primitives that are no ag.<name>, and what reaches them (backward ops are emitted by their forward op's VJP)
 WITHOUT_WRAPPER = {"argsort": "ag.sort, ag.topk", "gather": "ag.take, ag.embedding", "getitem": "x[index]",
                    "size": "ag.mean, ag.var", "fused": "the elementwise fusion pass",
-                   "ring_attention": "attngraph.attention.ring", "cumarg": "ag.cummax, ag.cummin",
-                   "take_along_axis": "ag.gather", "put_along_axis": "ag.scatter, ag.scatter_add, ag.scatter_reduce"}
+                   "ring_attention": "attngraph.attention.ring",
+                   "max_pool2d_indices": "ag.max_pool2d(return_indices=True), ag.max_pool1d"}
 # primitives that neither the cases of tests/core/test_primitives.py (run on both devices by
 # tests/cuda/test_executor.py) nor the rows of tests/ops/test_op_table.py (run on both devices there) reach, and the
 # file that runs them on both devices (or on the CPU, where the op has no CUDA kernel)
 TESTED_ELSEWHERE = {
-    "take_along_axis": "tests/ops/test_shape_table.py", "put_along_axis": "tests/ops/test_shape_table.py",
     "abs": "tests/ops/test_unary_functions.py", "clip": "tests/ops/test_unary_functions.py",
     "cos": "tests/ops/test_unary_functions.py", "sin": "tests/ops/test_unary_functions.py",
     "rsqrt": "tests/ops/test_unary_functions.py", "silu": "tests/ops/test_unary_functions.py",
@@ -33,18 +32,18 @@ TESTED_ELSEWHERE = {
     "var": "tests/ops/test_reduce.py",
     "argmax": "tests/ops/test_sort.py", "argmin": "tests/ops/test_sort.py", "argsort": "tests/ops/test_sort.py",
     "cumsum": "tests/ops/test_scan.py",
-    "cumprod": "tests/ops/test_reduction_table.py", "logcumsumexp": "tests/ops/test_reduction_table.py",
-    "cumarg": "tests/ops/test_reduction_table.py", "prod": "tests/ops/test_reduction_table.py",
     "arange": "tests/ops/test_positions.py", "relative_distance": "tests/ops/test_positions.py",
     "cross_entropy": "tests/ops/test_cross_entropy.py", "cross_entropy_grad": "tests/ops/test_cross_entropy.py",
     "dropout": "tests/ops/test_dropout.py", "gather": "tests/ops/test_embedding.py",
     "scatter_add": "tests/ops/test_embedding.py", "fused": "tests/ops/test_fused.py",
     "logical_not": "tests/ops/test_elementwise.py", "logical_or": "tests/ops/test_elementwise.py",
     "not_equal": "tests/ops/test_elementwise.py",
-    "conv2d": "tests/ops/test_conv.py", "conv2d_input_grad": "tests/ops/test_conv.py",
+    "conv2d": "tests/ops/test_conv.py", "conv_transpose2d": "tests/ops/test_conv.py",
     "conv2d_weight_grad": "tests/ops/test_conv.py", "max_pool2d": "tests/ops/test_conv.py",
     "max_pool2d_grad": "tests/ops/test_conv.py", "avg_pool2d": "tests/ops/test_conv.py",
     "avg_pool2d_grad": "tests/ops/test_conv.py", "attention_bias_grad": "tests/ops/test_attention.py",
+    **dict.fromkeys(("max_pool2d_indices", "adaptive_avg_pool2d", "adaptive_avg_pool2d_grad", "adaptive_max_pool2d",
+                     "adaptive_max_pool2d_grad"), "tests/ops/test_conv_table.py"),
     "ring_attention": "tests/attention/test_ring.py", "ring_attention_grad": "tests/attention/test_ring.py",
     "stop_gradient": "tests/core/test_autodiff.py",
     "bitcast": "tests/ops/test_dtypes.py",
@@ -60,7 +59,7 @@ def test_every_elementwise_primitive_has_the_scalar_function_that_cuda_and_fusio
 def test_every_primitive_is_a_functional_wrapper_a_backward_op_or_listed():
     unreachable = sorted(set(REGISTRY) - set(dir(ag)) - BACKWARD - set(WITHOUT_WRAPPER))
     assert unreachable == [], "add the op's wrapper to core/functional.py's __all__"
-    assert set(WITHOUT_WRAPPER) - {"gather"} <= set(REGISTRY) - set(dir(ag))    # ag.gather is torch.gather's
+    assert set(WITHOUT_WRAPPER) <= set(REGISTRY) - set(dir(ag))
 
 
 def without_an_onnx_form() -> list[str]:

@@ -319,12 +319,72 @@ def _divisions(b, node, x, y):
     return fmod, remainder, b.op("Where", b.op("Equal", y, zero), b.op("Div", x, y), b.op("Round", quotient))
 
 
-def _max_pool2d(b, node, x, *, kernel, stride):
-    """MaxPool, NaN where the window holds a NaN as attngraph's (onnxruntime's MaxPool skips NaN): a MaxPool of
-    IsNaN picks those windows out."""
-    pooled = b.op("MaxPool", x, kernel_shape=list(kernel), strides=list(stride))
-    nan_window = b.op("MaxPool", b.cast(b.op("IsNaN", x), node.dtype), kernel_shape=list(kernel), strides=list(stride))
-    return b.op("Where", b.op("Greater", nan_window, b.scalar(0, node.dtype)), b.scalar(math.nan, node.dtype), pooled)
+def _pads(padding) -> list:
+    """attngraph's (top, bottom, left, right) as ONNX's [top, left, bottom, right]."""
+    return [padding[0], padding[2], padding[1], padding[3]]
+
+
+def _pool_attrs(kernel, stride, padding, ceil_mode, **dilation) -> dict:
+    return dict(kernel_shape=list(kernel), strides=list(stride), pads=_pads(padding), ceil_mode=int(ceil_mode),
+                **{"dilations": list(d) for d in dilation.values()})
+
+
+def _max_pool2d(b, node, x, **attrs):
+    """MaxPool, NaN where the window holds a NaN as attngraph's (onnxruntime's MaxPool skips NaN), and −inf where it
+    holds only −inf (onnxruntime's padding gives the lowest finite value there): MaxPools of IsNaN and of x > −inf
+    pick those windows out."""
+    def windows_with(mask):
+        return b.op("Greater", b.op("MaxPool", b.cast(mask, node.dtype), **_pool_attrs(**attrs)),
+                    b.scalar(0, node.dtype))
+    pooled = b.op("MaxPool", x, **_pool_attrs(**attrs))
+    above = windows_with(b.op("Greater", x, b.scalar(-math.inf, node.dtype)))
+    pooled = b.op("Where", above, pooled, b.scalar(-math.inf, node.dtype))
+    return b.op("Where", windows_with(b.op("IsNaN", x)), b.scalar(math.nan, node.dtype), pooled)
+
+
+def _max_pool2d_indices(b, node, x, **attrs):
+    """MaxPool's Indices, which count over the whole (B, C, H, W) tensor, modulo H·W: PyTorch's index in the plane.
+    NaN is read as +inf, so that a window's NaN wins (onnxruntime's MaxPool skips NaN); of several, the first."""
+    x = b.op("Where", b.op("IsNaN", x), b.scalar(math.inf, node.inputs[0].dtype), x)
+    _, indices = b.op_outputs("MaxPool", x, outs=[b.fresh(node.label), b.fresh(node.label)], **_pool_attrs(**attrs))
+    plane = b.op("ReduceProd", b.op("Shape", x, start=2), keepdims=1)
+    return b.op("Mod", indices, plane)
+
+
+def _avg_pool2d(b, node, x, *, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    """AveragePool; with ``divisor_override``, each window's sum (a depthwise Conv of ones, padded at the end as far
+    as ceil_mode's last window reaches) over it."""
+    if not divisor_override:
+        return b.op("AveragePool", x, count_include_pad=int(count_include_pad),
+                    **_pool_attrs(kernel, stride, padding, ceil_mode=ceil_mode))
+    channels, spatial, size = node.shape[1], node.shape[2:], node.inputs[0].shape[2:]
+    if not all(isinstance(n, int) for n in (channels, *spatial, *size)):
+        raise ExportError("avg_pool2d with divisor_override exports with concrete channels and sizes only")
+    ones = b.constant(np.ones((channels, 1, *kernel), node.dtype))
+    pads = list(padding)
+    for a in (0, 1):
+        pads[2 * a + 1] += max(0, (spatial[a] - 1) * stride[a] + kernel[a] - size[a] - padding[2 * a]
+                               - padding[2 * a + 1])
+    sums = b.op("Conv", x, ones, strides=list(stride), pads=_pads(pads), group=channels)
+    return b.op("Div", sums, b.scalar(divisor_override, node.dtype))
+
+
+def _adaptive(b, node, x, size, reduce_op: str) -> str:
+    """Adaptive pooling as PyTorch's windows, floor(i·L/n) to ceil((i + 1)·L/n), each a Slice reduced by
+    ``reduce_op`` and concatenated, one spatial axis after the other (max of maxima, mean of means of equal rows)."""
+    for axis, (length, count) in enumerate(zip(node.inputs[0].shape[2:], size), start=2):
+        bounds = [(i * length // count, -(-(i + 1) * length // count)) for i in range(count)]
+        parts = [b.op(reduce_op, b.op("Slice", x, b.ints([start]), b.ints([end]), b.ints([axis])), b.ints([axis]),
+                      keepdims=1) for start, end in bounds]
+        x = b.op("Concat", *parts, axis=axis) if len(parts) > 1 else parts[0]
+    return x
+
+
+def _adaptive_max_pool2d(b, node, x, *, size):
+    """NaN where the window holds a NaN, as attngraph's (onnxruntime's ReduceMax skips NaN)."""
+    nan_window = _adaptive(b, node, b.cast(b.op("IsNaN", x), node.dtype), size, "ReduceMax")
+    return b.op("Where", b.op("Greater", nan_window, b.scalar(0, node.dtype)), b.scalar(math.nan, node.dtype),
+                _adaptive(b, node, x, size, "ReduceMax"))
 
 
 def _getitem(b, node, x, index):
@@ -471,7 +531,6 @@ CONVERTERS: dict[str, Callable] = {
     "astype": lambda b, node, x, dtype: b.cast(x, dtype),
     "dropout": lambda b, node, x, seed, p, key: b.op("Identity", x),
     "sum": _reduction("ReduceSum"),
-    "prod": _reduction("ReduceProd"),
     "max": _reduction("ReduceMax"),
     "min": _reduction("ReduceMin"),
     "logsumexp": _reduction("ReduceLogSumExp"),
@@ -499,28 +558,29 @@ CONVERTERS: dict[str, Callable] = {
     "gelu": _gelu,
     "attention": _attention,
     "cross_entropy": _cross_entropy,
-    "conv2d": lambda b, node, x, w, *, stride, padding, dilation: b.op(
-        "Conv", x, w, strides=list(stride), pads=[padding[0], padding[2], padding[1], padding[3]],
-        dilations=list(dilation)),
+    "conv2d": lambda b, node, x, w, *, stride, padding, dilation, groups: b.op(
+        "Conv", x, w, strides=list(stride), pads=_pads(padding), dilations=list(dilation), group=groups),
+    "conv_transpose2d": lambda b, node, x, w, *, stride, padding, output_padding, dilation, groups: b.op(
+        "ConvTranspose", x, w, strides=list(stride), pads=_pads(padding), output_padding=list(output_padding),
+        dilations=list(dilation), group=groups),
     "max_pool2d": _max_pool2d,
-    "avg_pool2d": lambda b, node, x, *, kernel, stride: b.op("AveragePool", x, kernel_shape=list(kernel),
-                                                             strides=list(stride)),
+    "max_pool2d_indices": _max_pool2d_indices,
+    "avg_pool2d": _avg_pool2d,
+    "adaptive_avg_pool2d": lambda b, node, x, *, size: _adaptive(b, node, x, size, "ReduceMean"),
+    "adaptive_max_pool2d": _adaptive_max_pool2d,
 }
 """attngraph primitive -> ``convert(builder, node, *input values, **node.attrs)``, returning the output's value.
 ``_simple`` ops pass their attributes on (concat's axis, transpose's perm)."""
 
 NO_ONNX_FORM: dict[str, str] = {
-    **dict.fromkeys(("attention_grad", "attention_bias_grad", "avg_pool2d_grad", "conv2d_input_grad",
-                     "conv2d_weight_grad", "cross_entropy_grad", "gelu_grad", "layer_norm_grad",
+    **dict.fromkeys(("adaptive_avg_pool2d_grad", "adaptive_max_pool2d_grad", "attention_bias_grad", "attention_grad",
+                     "avg_pool2d_grad", "conv2d_weight_grad", "cross_entropy_grad", "gelu_grad", "layer_norm_grad",
                      "layer_norm_params_grad", "log_softmax_grad", "max_pool2d_grad", "ring_attention_grad",
                      "scatter_add", "scatter_slice", "softmax_grad"),
                     "a backward op: export the forward graph, not graph.grad()"),
     "fused": "the exporter unfuses it first; a graph holding one was not made by the compiler",
     "ring_attention": "attention split over MPI ranks; export the model with scaled_dot_product_attention",
     **dict.fromkeys(("left_shift", "right_shift"), "ONNX's BitShift takes unsigned integers only"),
-    "cumprod": "ONNX has no running product (exp of a CumSum of logs is wrong at zeros and negative values)",
-    "logcumsumexp": "ONNX has no running log-sum-exp (a CumSum of exponentials overflows)",
-    "cumarg": "ONNX has no running arg-maximum or arg-minimum (cummax, cummin)",
     "bitcast": f"ONNX's BitCast came in opset 26; attngraph writes opset {OPSET}",
 }
 """The primitives refused, each with the reason the error gives: every primitive has a converter or a line here

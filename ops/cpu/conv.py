@@ -1,20 +1,28 @@
-"""2-D convolution (cross-correlation, as PyTorch's) and max / average pooling, forward and backward.
+"""2-D convolution (cross-correlation, as PyTorch's), its transpose, and max / average / adaptive pooling, forward
+and backward.
 
-x is (B, C, H, W), w (O, C, kh, kw); ``stride`` (sh, sw), ``dilation`` (dh, dw) and ``padding`` (top, bottom,
-left, right), zeros outside x (asymmetric, so that a causal 1-D convolution pads its left side only):
+x is (B, C, H, W), w (O, C/G, kh, kw) for ``groups`` G (output channel o reads the input channels of its group,
+o // (O/G)); ``stride`` (sh, sw), ``dilation`` (dh, dw) and ``padding`` (top, bottom, left, right), zeros outside
+x (asymmetric, so that a causal 1-D convolution pads its left side only):
 
-  y[b, o, i, j] = Σ_{c, p, q} w[o, c, p, q] · x[b, c, i·sh + p·dh − top, j·sw + q·dw − left]
+  y[b, o, i, j] = Σ_{c, p, q} w[o, c, p, q] · x[b, g·C/G + c, i·sh + p·dh − top, j·sw + q·dw − left]
   Ho = (H + top + bottom − dh·(kh − 1) − 1) // sh + 1, and Wo alike
 
-as the product of w, (O, C·kh·kw), with the columns of x (im2col: one column of C·kh·kw taps per output
-position, (B, C·kh·kw, Ho·Wo)), through BLAS. The backward: dw = Σ_b g[b] colsᵀ, and dx the columns wᵀ g[b]
-scattered back onto the input (col2im), the transposed convolution. The product is kept over a direct loop
-nest, which it outruns (benchmarks/MEASUREMENTS.md); its columns cost B·C·kh·kw·Ho·Wo elements of memory. A 1-D
-convolution is this one over height 1.
+as the product of w, (G, O/G, C/G·kh·kw), with the columns of x (im2col: one column of C·kh·kw taps per output
+position, (B, G, C/G·kh·kw, Ho·Wo)), through BLAS. The transposed convolution (conv2d's input gradient, and
+PyTorch's conv_transpose2d) is the columns wᵀ g[b] scattered back onto an input of (Ho − 1)·sh − top − bottom +
+dh·(kh − 1) + 1 + output_padding rows (col2im), and Wo alike; the weight gradient dw = Σ_b g[b] colsᵀ. The product
+is kept over a direct loop nest, which it outruns (benchmarks/MEASUREMENTS.md); its columns cost B·C·kh·kw·Ho·Wo
+elements of memory. A 1-D convolution is this one over height 1.
 
-Pooling takes windows kh × kw with stride (sh, sw), no padding: max pooling gives the window's largest value
-(NaN if any is NaN) and its gradient goes to one element, the first largest (the last NaN), as PyTorch's
-CPU kernel; average pooling gives the window's mean and spreads the gradient evenly over the window.
+Pooling: along each axis, output i reads the window of ``kernel`` positions i·stride − before + t·dilation
+(t < kernel) that fall inside the input, padded with −inf (max) or zeros (average); with ``ceil_mode`` the last
+window may hang over the end (shapes.output_size counts them). Adaptive pooling (kernel 0 here) reads positions
+floor(i·L/n) to ceil((i + 1)·L/n) − 1 for n outputs. Max pooling gives the window's largest value (NaN if any is
+NaN) and its gradient goes to one element, the first largest (the last NaN; the first inside the input when all
+are −inf), as PyTorch's CPU kernel, whose flat index in the H·W plane ``max_pool2d_indices`` gives. Average
+pooling divides by ``divisor`` when it is not 0, else by the window's size counted up to the padding's end
+(``count_include_pad``) or inside the input only, as PyTorch does.
 """
 import math
 
@@ -23,33 +31,45 @@ from numba import njit, prange
 
 from ops.cpu.matmul import matmul
 from ops.cpu.threads import parallel_kernel
-from ops.shapes import output_size
+from ops.shapes import output_size, transposed_size
 
 
-def conv2d(x, w, stride, padding, dilation):
+def conv2d(x, w, stride, padding, dilation, groups):
     """y = w ⋆ x, (B, O, Ho, Wo)."""
     B, O = x.shape[0], w.shape[0]
     cols, ho, wo = _columns(x, w.shape[2:], stride, padding, dilation)
-    return matmul(w.reshape(1, O, -1), cols).reshape(B, O, ho, wo)
+    y = matmul(np.ascontiguousarray(w).reshape(1, groups, O // groups, -1), _grouped(cols, groups))
+    return y.reshape(B, O, ho, wo)
 
 
-def conv2d_input_grad(g, w, x_shape, stride, padding, dilation):
-    """dx (B, C, H, W) from the output gradient g (B, O, Ho, Wo): the transposed convolution of g by w."""
+def conv_transpose2d(g, w, stride, padding, output_padding, dilation, groups):
+    """The transposed convolution of g (B, O, Ho, Wo) by w (O, C/G, kh, kw): (B, C, H, W), the adjoint of conv2d
+    (whose input gradient it is)."""
     B, O, ho, wo = g.shape
-    _, C, kh, kw = w.shape
-    dcols = matmul(np.ascontiguousarray(w).reshape(1, O, -1), np.ascontiguousarray(g).reshape(B, O, ho * wo),
-                   transpose_a=True)
-    dx = np.zeros((B, C, *x_shape[2:]), dcols.dtype)
-    _unfold(dx, dcols, kh, kw, *stride, padding[0], padding[2], *dilation, wo, True)
+    _, cg, kh, kw = w.shape
+    size = [transposed_size(n, k, stride[a], padding[2 * a], padding[2 * a + 1], dilation[a], output_padding[a])
+            for a, (n, k) in enumerate(((ho, kh), (wo, kw)))]
+    dcols = matmul(np.ascontiguousarray(w).reshape(1, groups, O // groups, -1),
+                   np.ascontiguousarray(g).reshape(B, groups, O // groups, ho * wo), transpose_a=True)
+    dx = np.zeros((B, groups * cg, *size), dcols.dtype)
+    _unfold(dx, dcols.reshape(B, groups * cg * kh * kw, ho * wo), kh, kw, *stride, padding[0], padding[2], *dilation,
+            wo, True)
     return dx
 
 
-def conv2d_weight_grad(g, x, kernel, stride, padding, dilation):
-    """dw (O, C, kh, kw) = Σ_b g[b] colsᵀ, from the output gradient g (B, O, Ho, Wo) and the input x."""
+def conv2d_weight_grad(g, x, kernel, stride, padding, dilation, groups):
+    """dw (O, C/G, kh, kw) = Σ_b g[b] colsᵀ, from the output gradient g (B, O, Ho, Wo) and the input x."""
     B, O, ho, wo = g.shape
     cols, _, _ = _columns(x, kernel, stride, padding, dilation)
-    dw = matmul(np.ascontiguousarray(g).reshape(B, O, ho * wo), cols, transpose_b=True).sum(axis=0)
-    return dw.reshape(O, x.shape[1], *kernel)
+    dw = matmul(np.ascontiguousarray(g).reshape(B, groups, O // groups, ho * wo), _grouped(cols, groups),
+                transpose_b=True).sum(axis=0)
+    return dw.reshape(O, x.shape[1] // groups, *kernel)
+
+
+def _grouped(cols, groups):
+    """The columns (B, C·kh·kw, L) as (B, G, C/G·kh·kw, L): each group's rows."""
+    B, rows, positions = cols.shape
+    return cols.reshape(B, groups, rows // groups, positions)
 
 
 def _columns(x, kernel, stride, padding, dilation):
@@ -86,106 +106,183 @@ def _unfold(image, cols, kh, kw, sh, sw, top, left, dh, dw, wo, fold):
                             row[i * wo + j] = image[b, c, r, s] if inside else zero
 
 
-def max_pool2d(x, kernel, stride):
-    """The largest value of each kh × kw window, (B, C, Ho, Wo)."""
-    return _max_pool(np.ascontiguousarray(x), *kernel, *stride)
-
-
-def max_pool2d_grad(g, x, kernel, stride):
-    """dx: each window's gradient on its first largest element (the last NaN), summed where windows overlap."""
-    return _max_pool_backward(np.ascontiguousarray(g), np.ascontiguousarray(x), *kernel, *stride)
-
-
-def avg_pool2d(x, kernel, stride):
-    """The mean of each kh × kw window, (B, C, Ho, Wo)."""
-    return _avg_pool(np.ascontiguousarray(x), *kernel, *stride)
-
-
-def avg_pool2d_grad(g, x_shape, kernel, stride):
-    """dx: each window's gradient divided evenly over its kh·kw elements, summed where windows overlap."""
-    return _avg_pool_backward(np.ascontiguousarray(g), x_shape[2], x_shape[3], *kernel, *stride)
+@njit(cache=True)
+def _span(i, size, kernel, stride, before, after, dilation, count):
+    """Output i's window along an axis of ``size`` (of ``count`` outputs): (first, step, taps, padded): the
+    positions first + t·step, t < taps, inside the input, and the window's length counted up to the end of the
+    padding. ``kernel`` 0 is adaptive pooling's window, floor(i·size/count) to ceil((i + 1)·size/count)."""
+    if kernel == 0:
+        first = i * size // count
+        taps = -(-(i + 1) * size // count) - first
+        return first, 1, taps, taps
+    start = i * stride - before
+    padded = min(start + kernel, size + after) - start
+    skip = -(start // dilation) if start < 0 else 0
+    end = min(kernel, (size - start + dilation - 1) // dilation)
+    return start + skip * dilation, dilation, max(end - skip, 0), padded
 
 
 @njit(cache=True)
-def _argmax_window(x, b, c, i, j, kh, kw, sh, sw):
-    """(r, s) of the first largest element of a window (the last NaN; the first when all are −inf)."""
-    r0, s0 = i * sh, j * sw
+def _window_argmax(x, b, c, i, j, h, w):
+    """The flat position r·W + s in x[b, c] of output (i, j)'s first largest element (the last NaN; the window's
+    first when all are −inf). h and w are the window tuples (kernel, stride, before, after, dilation, count)."""
+    r0, rstep, rows, _ = _span(i, x.shape[2], *h)
+    s0, sstep, cols, _ = _span(j, x.shape[3], *w)
     best, at = -math.inf, r0 * x.shape[3] + s0
-    for r in range(r0, r0 + kh):
-        for s in range(s0, s0 + kw):
+    for t in range(rows):
+        r = r0 + t * rstep
+        for u in range(cols):
+            s = s0 + u * sstep
             v = x[b, c, r, s]
             if v > best or math.isnan(v):
                 best, at = v, r * x.shape[3] + s
-    return at // x.shape[3], at % x.shape[3]
+    return at
+
+
+@njit(cache=True)
+def _window_divisor(i, j, H, W, h, w, include_pad, divisor):
+    """What output (i, j)'s window sum is divided by: ``divisor`` when not 0, else the window's size up to the end of
+    the padding (``include_pad``) or inside the input (PyTorch's rule); 1 for a window empty of input."""
+    _, _, rows, rpadded = _span(i, H, *h)
+    _, _, cols, spadded = _span(j, W, *w)
+    if rows * cols == 0:
+        return 1
+    return divisor if divisor != 0 else rpadded * spadded if include_pad else rows * cols
+
+
+@njit(cache=True)
+def _window_sum(x, b, c, i, j, h, w):
+    """The sum of output (i, j)'s window in x[b, c] (0 outside the input)."""
+    r0, rstep, rows, _ = _span(i, x.shape[2], *h)
+    s0, sstep, cols, _ = _span(j, x.shape[3], *w)
+    total = x.dtype.type(0)
+    for t in range(rows):
+        for u in range(cols):
+            total += x[b, c, r0 + t * rstep, s0 + u * sstep]
+    return total
+
+
+def windows(shape, kernel, stride, padding, dilation, ceil_mode):
+    """The window tuples (kernel, stride, before, after, dilation, count) of the two spatial axes of ``shape``."""
+    return tuple((kernel[a], stride[a], padding[2 * a], padding[2 * a + 1], dilation[a],
+                  output_size(shape[2 + a], kernel[a], stride[a], padding[2 * a], padding[2 * a + 1], dilation[a],
+                              ceil_mode)) for a in (0, 1))
+
+
+def adaptive_windows(size):
+    """The window tuples of adaptive pooling to ``size`` (Ho, Wo)."""
+    return tuple((0, 0, 0, 0, 1, n) for n in size)
+
+
+def max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
+    """The largest value of each window, (B, C, Ho, Wo)."""
+    return _max_pool(np.ascontiguousarray(x), *windows(x.shape, kernel, stride, padding, dilation, ceil_mode))
+
+
+def max_pool2d_indices(x, kernel, stride, padding, dilation, ceil_mode):
+    """Where each window's largest value lies: its flat index r·W + s in the H·W plane (int64), as PyTorch's."""
+    return _argmax_pool(np.ascontiguousarray(x), *windows(x.shape, kernel, stride, padding, dilation, ceil_mode))
+
+
+def max_pool2d_grad(g, x, kernel, stride, padding, dilation, ceil_mode):
+    """dx: each window's gradient on its first largest element (the last NaN), summed where windows overlap."""
+    return _max_pool_backward(np.ascontiguousarray(g), np.ascontiguousarray(x),
+                              *windows(x.shape, kernel, stride, padding, dilation, ceil_mode))
+
+
+def avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    """The mean of each window, (B, C, Ho, Wo)."""
+    return _avg_pool(np.ascontiguousarray(x), *windows(x.shape, kernel, stride, padding, (1, 1), ceil_mode),
+                     count_include_pad, divisor_override)
+
+
+def avg_pool2d_grad(g, x_shape, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    """dx: each window's gradient divided by its divisor onto its elements, summed where windows overlap."""
+    return _avg_pool_backward(np.ascontiguousarray(g), np.zeros(x_shape, g.dtype),
+                              *windows(x_shape, kernel, stride, padding, (1, 1), ceil_mode), count_include_pad,
+                              divisor_override)
 
 
 @parallel_kernel
-def _max_pool(x, kh, kw, sh, sw):
-    B, C, H, W = x.shape
-    ho, wo = (H - kh) // sh + 1, (W - kw) // sw + 1
-    y = np.empty((B, C, ho, wo), x.dtype)
+def _max_pool(x, h, w):
+    B, C, _, W = x.shape
+    y = np.empty((B, C, h[5], w[5]), x.dtype)
     for bc in prange(B * C):
         b, c = bc // C, bc % C
-        for i in range(ho):
-            for j in range(wo):
-                r, s = _argmax_window(x, b, c, i, j, kh, kw, sh, sw)
-                y[b, c, i, j] = x[b, c, r, s]
+        for i in range(h[5]):
+            for j in range(w[5]):
+                at = _window_argmax(x, b, c, i, j, h, w)
+                y[b, c, i, j] = x[b, c, at // W, at % W]
     return y
 
 
 @parallel_kernel
-def _max_pool_backward(g, x, kh, kw, sh, sw):
-    B, C, ho, wo = g.shape
+def _argmax_pool(x, h, w):
+    B, C = x.shape[:2]
+    indices = np.empty((B, C, h[5], w[5]), np.int64)
+    for bc in prange(B * C):
+        b, c = bc // C, bc % C
+        for i in range(h[5]):
+            for j in range(w[5]):
+                indices[b, c, i, j] = _window_argmax(x, b, c, i, j, h, w)
+    return indices
+
+
+@parallel_kernel
+def _max_pool_backward(g, x, h, w):
+    B, C = x.shape[:2]
     dx = np.zeros_like(x)
     for bc in prange(B * C):
         b, c = bc // C, bc % C
-        for i in range(ho):
-            for j in range(wo):
-                r, s = _argmax_window(x, b, c, i, j, kh, kw, sh, sw)
-                dx[b, c, r, s] += g[b, c, i, j]
+        for i in range(h[5]):
+            for j in range(w[5]):
+                at = _window_argmax(x, b, c, i, j, h, w)
+                dx[b, c, at // x.shape[3], at % x.shape[3]] += g[b, c, i, j]
     return dx
 
 
 @parallel_kernel
-def _avg_pool(x, kh, kw, sh, sw):
+def _avg_pool(x, h, w, include_pad, divisor):
     B, C, H, W = x.shape
-    ho, wo = (H - kh) // sh + 1, (W - kw) // sw + 1
-    y = np.empty((B, C, ho, wo), x.dtype)
-    scale = x.dtype.type(1 / (kh * kw))
+    y = np.empty((B, C, h[5], w[5]), x.dtype)
     for bc in prange(B * C):
         b, c = bc // C, bc % C
-        for i in range(ho):
-            for j in range(wo):
-                total = x.dtype.type(0)
-                for r in range(i * sh, i * sh + kh):
-                    for s in range(j * sw, j * sw + kw):
-                        total += x[b, c, r, s]
-                y[b, c, i, j] = total * scale
+        for i in range(h[5]):
+            for j in range(w[5]):
+                y[b, c, i, j] = _window_sum(x, b, c, i, j, h, w) / _window_divisor(i, j, H, W, h, w, include_pad,
+                                                                                     divisor)
     return y
 
 
 @parallel_kernel
-def _avg_pool_backward(g, H, W, kh, kw, sh, sw):
-    B, C, ho, wo = g.shape
-    dx = np.zeros((B, C, H, W), g.dtype)
-    scale = g.dtype.type(1 / (kh * kw))
+def _avg_pool_backward(g, dx, h, w, include_pad, divisor):
+    B, C, H, W = dx.shape
     for bc in prange(B * C):
         b, c = bc // C, bc % C
-        for i in range(ho):
-            for j in range(wo):
-                share = g[b, c, i, j] * scale
-                for r in range(i * sh, i * sh + kh):
-                    for s in range(j * sw, j * sw + kw):
-                        dx[b, c, r, s] += share
+        for i in range(h[5]):
+            for j in range(w[5]):
+                share = g[b, c, i, j] / _window_divisor(i, j, H, W, h, w, include_pad, divisor)
+                r0, rstep, rows, _ = _span(i, H, *h)
+                s0, sstep, cols, _ = _span(j, W, *w)
+                for t in range(rows):
+                    for u in range(cols):
+                        dx[b, c, r0 + t * rstep, s0 + u * sstep] += share
     return dx
 
 
 KERNELS = {
     "conv2d": conv2d,
-    "conv2d_input_grad": lambda g, w, x, **attrs: conv2d_input_grad(g, w, x.shape, **attrs),
+    "conv_transpose2d": conv_transpose2d,
     "conv2d_weight_grad": conv2d_weight_grad,
     "max_pool2d": max_pool2d,
+    "max_pool2d_indices": max_pool2d_indices,
     "max_pool2d_grad": max_pool2d_grad,
     "avg_pool2d": avg_pool2d,
     "avg_pool2d_grad": lambda g, x, **attrs: avg_pool2d_grad(g, x.shape, **attrs),
+    "adaptive_max_pool2d": lambda x, size: _max_pool(np.ascontiguousarray(x), *adaptive_windows(size)),
+    "adaptive_max_pool2d_grad": lambda g, x, size: _max_pool_backward(
+        np.ascontiguousarray(g), np.ascontiguousarray(x), *adaptive_windows(size)),
+    "adaptive_avg_pool2d": lambda x, size: _avg_pool(np.ascontiguousarray(x), *adaptive_windows(size), False, 0),
+    "adaptive_avg_pool2d_grad": lambda g, x, size: _avg_pool_backward(
+        np.ascontiguousarray(g), np.zeros(x.shape, g.dtype), *adaptive_windows(size), False, 0),
 }

@@ -1,12 +1,13 @@
-"""2-D convolution (cross-correlation, as PyTorch's) and max / average pooling on the device, forward and backward:
-the twins of ops/cpu/conv.py, with its formulas, attributes and results.
+"""2-D convolution (cross-correlation, as PyTorch's), its transpose, and max / average / adaptive pooling on the
+device, forward and backward: the twins of ops/cpu/conv.py, with its formulas, attributes and results.
 
-x is (B, C, H, W), w (O, C, kh, kw), g the output's gradient (B, O, Ho, Wo); ``stride`` (sh, sw), ``dilation``
-(dh, dw), ``padding`` (top, bottom, left, right) of zeros. With r(i, p) = i·sh + p·dh − top and s(j, q) alike:
+x is (B, C, H, W), w (O, C/G, kh, kw) for ``groups`` G = C / w.shape[1], g the output's gradient (B, O, Ho, Wo);
+``stride`` (sh, sw), ``dilation`` (dh, dw), ``padding`` (top, bottom, left, right) of zeros. With
+r(i, p) = i·sh + p·dh − top, s(j, q) alike, and c' = (o // (O/G))·C/G + c the input channel that output o reads:
 
-  conv2d             y[b, o, i, j]  = Σ_{c, p, q} w[o, c, p, q] · x[b, c, r(i, p), s(j, q)]
-  conv2d_input_grad  dx[b, c, r, s] = Σ_{o, p, q} w[o, c, p, q] · g[b, o, i, j]  over r(i, p) = r, s(j, q) = s
-  conv2d_weight_grad dw[o, c, p, q] = Σ_{b, i, j} g[b, o, i, j] · x[b, c, r(i, p), s(j, q)]
+  conv2d             y[b, o, i, j]   = Σ_{c, p, q} w[o, c, p, q] · x[b, c', r(i, p), s(j, q)]
+  conv_transpose2d   dx[b, c', r, s] = Σ_{o, p, q} w[o, c, p, q] · g[b, o, i, j]  over r(i, p) = r, s(j, q) = s
+  conv2d_weight_grad dw[o, c, p, q]  = Σ_{b, i, j} g[b, o, i, j] · x[b, c', r(i, p), s(j, q)]
 
 Direct kernels: a thread per element of the result, looping over the terms of its sum. Each gathers what it
 needs, so no thread writes where another does: no atomics, and the same sums in the same order on every run.
@@ -15,19 +16,23 @@ many channels on a real GPU, but they need a column buffer of B·C·kh·kw·Ho·
 atomics or a second gather) for dx and a batch reduction for dw, and the product's barriers cost milliseconds
 per block in the simulator, where these kernels are tested; no GPU was at hand to measure the difference.
 
-Pooling (windows kh × kw, stride (sh, sw), no padding): a thread per output element forward; backward a thread
-per input element, which gathers the gradient of every window that holds it (no atomics). Max pooling keeps the
-CPU's rule, compiled from its own device function: a window's first largest element wins, a NaN wins (the last).
+Pooling windows are the CPU's (its ``_span``, compiled for the device, and the window tuples it builds): a thread
+per output element forward; backward a thread per input element, which gathers the gradient of every window that
+holds it (no atomics). Max pooling keeps the CPU's rule, compiled from its own device function: a window's first
+largest element wins, a NaN wins (the last).
 """
 from ops._cuda import cuda, device_function, empty
 from ops.cpu import conv as cpu
 from ops.cuda.launch import THREADS, blocks
-from ops.shapes import output_size
+from ops.shapes import output_size, transposed_size
 
-_argmax_window = device_function(cpu._argmax_window)
+_span = device_function(cpu._span)
+_window_argmax = device_function(cpu._window_argmax, _span=_span)
+_window_sum = device_function(cpu._window_sum, _span=_span)
+_window_divisor = device_function(cpu._window_divisor, _span=_span)
 
 
-def conv2d(x, w, stride, padding, dilation):
+def conv2d(x, w, stride, padding, dilation, groups):
     """y = w ⋆ x, (B, O, Ho, Wo)."""
     (B, _, H, W), (O, _, kh, kw) = x.shape, w.shape
     ho = output_size(H, kh, stride[0], padding[0], padding[1], dilation[0])
@@ -37,52 +42,65 @@ def conv2d(x, w, stride, padding, dilation):
     return y
 
 
-def conv2d_input_grad(g, w, x, stride, padding, dilation):
-    """dx, of x's shape (x gives only the shape): the transposed convolution of g by w."""
-    dx = empty(x.shape, g.dtype)
-    _conv_input_grad[blocks(dx.size), THREADS](dx, g, w, *stride, padding[0], padding[2], *dilation)
+def conv_transpose2d(g, w, stride, padding, output_padding, dilation, groups):
+    """The transposed convolution of g (B, O, Ho, Wo) by w (O, C/G, kh, kw): (B, C, H, W)."""
+    B, _, ho, wo = g.shape
+    _, cg, kh, kw = w.shape
+    dx = empty((B, groups * cg, *(transposed_size(n, k, stride[a], padding[2 * a], padding[2 * a + 1], dilation[a],
+                                                  output_padding[a]) for a, (n, k) in enumerate(((ho, kh), (wo, kw))))),
+               g.dtype)
+    _conv_transpose[blocks(dx.size), THREADS](dx, g, w, *stride, padding[0], padding[2], *dilation)
     return dx
 
 
-def conv2d_weight_grad(g, x, kernel, stride, padding, dilation):
-    """dw (O, C, kh, kw) = Σ_b g[b] im2col(x[b])ᵀ."""
-    dw = empty((g.shape[1], x.shape[1], *kernel), g.dtype)
+def conv2d_weight_grad(g, x, kernel, stride, padding, dilation, groups):
+    """dw (O, C/G, kh, kw) = Σ_b g[b] im2col(x[b])ᵀ."""
+    dw = empty((g.shape[1], x.shape[1] // groups, *kernel), g.dtype)
     _conv_weight_grad[blocks(dw.size), THREADS](dw, g, x, *stride, padding[0], padding[2], *dilation)
     return dw
 
 
-def max_pool2d(x, kernel, stride):
-    """The largest value of each kh × kw window (NaN if it holds one), (B, C, Ho, Wo)."""
-    y = empty(_pooled(x.shape, kernel, stride), x.dtype)
-    _max_pool[blocks(y.size), THREADS](y, x, *kernel, *stride)
-    return y
+def max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
+    """The largest value of each window (NaN if it holds one), (B, C, Ho, Wo)."""
+    return _pool(_max_pool, x, cpu.windows(x.shape, kernel, stride, padding, dilation, ceil_mode))
 
 
-def max_pool2d_grad(g, x, kernel, stride):
+def max_pool2d_indices(x, kernel, stride, padding, dilation, ceil_mode):
+    """Where each window's largest value lies: its flat index r·W + s in the H·W plane (int64)."""
+    return _pool(_argmax_pool, x, cpu.windows(x.shape, kernel, stride, padding, dilation, ceil_mode), "int64")
+
+
+def max_pool2d_grad(g, x, kernel, stride, padding, dilation, ceil_mode):
     """dx: each window's gradient on its first largest element (the last NaN), summed where windows overlap."""
-    dx = empty(x.shape, g.dtype)
-    _max_pool_backward[blocks(dx.size), THREADS](dx, g, x, *kernel, *stride)
-    return dx
+    return _unpool(_max_pool_backward, g, x, cpu.windows(x.shape, kernel, stride, padding, dilation, ceil_mode), x)
 
 
-def avg_pool2d(x, kernel, stride):
-    """The mean of each kh × kw window, (B, C, Ho, Wo)."""
-    y = empty(_pooled(x.shape, kernel, stride), x.dtype)
-    _avg_pool[blocks(y.size), THREADS](y, x, *kernel, *stride)
+def avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    """The mean of each window, (B, C, Ho, Wo)."""
+    return _pool(_avg_pool, x, cpu.windows(x.shape, kernel, stride, padding, (1, 1), ceil_mode), None,
+                 count_include_pad, divisor_override)
+
+
+def avg_pool2d_grad(g, x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    """dx, of x's shape (x gives only the shape): each window's gradient divided by its divisor onto its elements,
+    summed where windows overlap."""
+    return _unpool(_avg_pool_backward, g, x, cpu.windows(x.shape, kernel, stride, padding, (1, 1), ceil_mode),
+                   count_include_pad, divisor_override)
+
+
+def _pool(kernel, x, windows, dtype=None, *args):
+    """``kernel`` over a thread per output element of the windows of x."""
+    (h, w), B, C = windows, *x.shape[:2]
+    y = empty((B, C, h[5], w[5]), dtype or x.dtype)
+    kernel[blocks(y.size), THREADS](y, x, h, w, *args)
     return y
 
 
-def avg_pool2d_grad(g, x, kernel, stride):
-    """dx, of x's shape (x gives only the shape): each window's gradient divided evenly over its kh·kw elements,
-    summed where windows overlap."""
+def _unpool(kernel, g, x, windows, *args):
+    """``kernel`` over a thread per input element, gathering from the windows that hold it."""
     dx = empty(x.shape, g.dtype)
-    _avg_pool_backward[blocks(dx.size), THREADS](dx, g, *kernel, *stride)
+    kernel[blocks(dx.size), THREADS](dx, g, *windows, *args)
     return dx
-
-
-def _pooled(shape, kernel, stride):
-    B, C, H, W = shape
-    return B, C, output_size(H, kernel[0], stride[0], 0, 0, 1), output_size(W, kernel[1], stride[1], 0, 0, 1)
 
 
 @cuda.jit(device=True)
@@ -109,105 +127,129 @@ def _output_at(u, step, count):
 
 
 @cuda.jit(device=True)
-def _windows(at, kernel, step, count):
-    """The range of windows (start i·step, ``kernel`` long, ``count`` of them) that hold position ``at``."""
-    return max(0, (at - kernel + step) // step), min(count, at // step + 1)
+def _holders(r, size, kernel, stride, before, after, dilation, count):
+    """The range of outputs (lo, hi) whose windows may hold position r: each one is checked with _holds."""
+    if kernel == 0:
+        return r * count // size, min(count, -(-(r + 1) * count // size))
+    return max(0, -(-(r + before - (kernel - 1) * dilation) // stride)), min(count, (r + before) // stride + 1)
+
+
+@cuda.jit(device=True)
+def _holds(r, i, size, window):
+    """Whether output i's window reads position r."""
+    first, step, taps, _ = _span(i, size, *window)
+    return r >= first and (r - first) % step == 0 and (r - first) // step < taps
 
 
 @cuda.jit
 def _conv(y, x, w, sh, sw, top, left, dh, dw):
-    _, C, kh, kw = w.shape
+    _, cg, kh, kw = w.shape
+    per_group = y.shape[1] // (x.shape[1] // cg)
     for e in range(cuda.grid(1), y.size, cuda.gridsize(1)):
         b, o, i, j = _unravel(e, y.shape)
+        first = o // per_group * cg
         acc = y.dtype.type(0)
-        for c in range(C):
+        for c in range(cg):
             for p in range(kh):
                 for q in range(kw):
-                    acc += w[o, c, p, q] * _padded(x, b, c, i * sh + p * dh - top, j * sw + q * dw - left)
+                    acc += w[o, c, p, q] * _padded(x, b, first + c, i * sh + p * dh - top, j * sw + q * dw - left)
         y[b, o, i, j] = acc
 
 
 @cuda.jit
-def _conv_input_grad(dx, g, w, sh, sw, top, left, dh, dw):
+def _conv_transpose(dx, g, w, sh, sw, top, left, dh, dw):
     _, O, ho, wo = g.shape
-    _, _, kh, kw = w.shape
+    _, cg, kh, kw = w.shape
+    per_group = O // (dx.shape[1] // cg)
     for e in range(cuda.grid(1), dx.size, cuda.gridsize(1)):
         b, c, r, s = _unravel(e, dx.shape)
         acc = dx.dtype.type(0)
-        for o in range(O):
+        for o in range(c // cg * per_group, (c // cg + 1) * per_group):
             for p in range(kh):
                 i = _output_at(r + top - p * dh, sh, ho)
                 if i >= 0:
                     for q in range(kw):
                         j = _output_at(s + left - q * dw, sw, wo)
                         if j >= 0:
-                            acc += w[o, c, p, q] * g[b, o, i, j]
+                            acc += w[o, c % cg, p, q] * g[b, o, i, j]
         dx[b, c, r, s] = acc
 
 
 @cuda.jit
 def _conv_weight_grad(dweight, g, x, sh, sw, top, left, dh, dw):
-    B, _, ho, wo = g.shape
+    B, O, ho, wo = g.shape
+    cg = dweight.shape[1]
+    per_group = O // (x.shape[1] // cg)
     for e in range(cuda.grid(1), dweight.size, cuda.gridsize(1)):
         o, c, p, q = _unravel(e, dweight.shape)
+        channel = o // per_group * cg + c
         acc = dweight.dtype.type(0)
         for b in range(B):
             for i in range(ho):
                 for j in range(wo):
-                    acc += g[b, o, i, j] * _padded(x, b, c, i * sh + p * dh - top, j * sw + q * dw - left)
+                    acc += g[b, o, i, j] * _padded(x, b, channel, i * sh + p * dh - top, j * sw + q * dw - left)
         dweight[o, c, p, q] = acc
 
 
 @cuda.jit
-def _max_pool(y, x, kh, kw, sh, sw):
+def _max_pool(y, x, h, w):
     for e in range(cuda.grid(1), y.size, cuda.gridsize(1)):
         b, c, i, j = _unravel(e, y.shape)
-        r, s = _argmax_window(x, b, c, i, j, kh, kw, sh, sw)
-        y[b, c, i, j] = x[b, c, r, s]
+        at = _window_argmax(x, b, c, i, j, h, w)
+        y[b, c, i, j] = x[b, c, at // x.shape[3], at % x.shape[3]]
 
 
 @cuda.jit
-def _max_pool_backward(dx, g, x, kh, kw, sh, sw):
-    _, _, ho, wo = g.shape
+def _argmax_pool(indices, x, h, w):
+    for e in range(cuda.grid(1), indices.size, cuda.gridsize(1)):
+        b, c, i, j = _unravel(e, indices.shape)
+        indices[b, c, i, j] = _window_argmax(x, b, c, i, j, h, w)
+
+
+@cuda.jit
+def _max_pool_backward(dx, g, h, w, x):
+    H, W = x.shape[2], x.shape[3]
     for e in range(cuda.grid(1), dx.size, cuda.gridsize(1)):
         b, c, r, s = _unravel(e, dx.shape)
         acc = dx.dtype.type(0)
-        i0, i1 = _windows(r, kh, sh, ho)
-        j0, j1 = _windows(s, kw, sw, wo)
+        i0, i1 = _holders(r, H, *h)
+        j0, j1 = _holders(s, W, *w)
         for i in range(i0, i1):
             for j in range(j0, j1):
-                row, col = _argmax_window(x, b, c, i, j, kh, kw, sh, sw)
-                if row == r and col == s:
+                if _holds(r, i, H, h) and _holds(s, j, W, w) and _window_argmax(x, b, c, i, j, h, w) == r * W + s:
                     acc += g[b, c, i, j]
         dx[b, c, r, s] = acc
 
 
 @cuda.jit
-def _avg_pool(y, x, kh, kw, sh, sw):
-    scale = y.dtype.type(1 / (kh * kw))
+def _avg_pool(y, x, h, w, include_pad, divisor):
+    H, W = x.shape[2], x.shape[3]
     for e in range(cuda.grid(1), y.size, cuda.gridsize(1)):
         b, c, i, j = _unravel(e, y.shape)
-        total = y.dtype.type(0)
-        for r in range(i * sh, i * sh + kh):
-            for s in range(j * sw, j * sw + kw):
-                total += x[b, c, r, s]
-        y[b, c, i, j] = total * scale
+        y[b, c, i, j] = _window_sum(x, b, c, i, j, h, w) / _window_divisor(i, j, H, W, h, w, include_pad, divisor)
 
 
 @cuda.jit
-def _avg_pool_backward(dx, g, kh, kw, sh, sw):
-    _, _, ho, wo = g.shape
-    scale = dx.dtype.type(1 / (kh * kw))
+def _avg_pool_backward(dx, g, h, w, include_pad, divisor):
+    H, W = dx.shape[2], dx.shape[3]
     for e in range(cuda.grid(1), dx.size, cuda.gridsize(1)):
         b, c, r, s = _unravel(e, dx.shape)
         acc = dx.dtype.type(0)
-        i0, i1 = _windows(r, kh, sh, ho)
-        j0, j1 = _windows(s, kw, sw, wo)
+        i0, i1 = _holders(r, H, *h)
+        j0, j1 = _holders(s, W, *w)
         for i in range(i0, i1):
             for j in range(j0, j1):
-                acc += g[b, c, i, j] * scale
+                if _holds(r, i, H, h) and _holds(s, j, W, w):
+                    acc += g[b, c, i, j] / _window_divisor(i, j, H, W, h, w, include_pad, divisor)
         dx[b, c, r, s] = acc
 
 
-KERNELS = {name: globals()[name] for name in ("conv2d", "conv2d_input_grad", "conv2d_weight_grad", "max_pool2d",
-                                              "max_pool2d_grad", "avg_pool2d", "avg_pool2d_grad")}
+KERNELS = {
+    **{name: globals()[name] for name in ("conv2d", "conv_transpose2d", "conv2d_weight_grad", "max_pool2d",
+                                          "max_pool2d_indices", "max_pool2d_grad", "avg_pool2d", "avg_pool2d_grad")},
+    "adaptive_max_pool2d": lambda x, size: _pool(_max_pool, x, cpu.adaptive_windows(size)),
+    "adaptive_max_pool2d_grad": lambda g, x, size: _unpool(_max_pool_backward, g, x, cpu.adaptive_windows(size), x),
+    "adaptive_avg_pool2d": lambda x, size: _pool(_avg_pool, x, cpu.adaptive_windows(size), None, False, 0),
+    "adaptive_avg_pool2d_grad": lambda g, x, size: _unpool(_avg_pool_backward, g, x, cpu.adaptive_windows(size),
+                                                           False, 0),
+}

@@ -59,15 +59,23 @@ def padded(x, padding):
     return np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
 
 
-def reference_conv2d(x, w, stride, padding, dilation):
-    """The definition: y[b, o, i, j] = Σ w[o, c, p, q] x_padded[b, c, i·sh + p·dh, j·sw + q·dw]."""
+def reference_conv2d(x, w, stride, padding, dilation, groups=1):
+    """The definition: y[b, o, i, j] = Σ w[o, c, p, q] x_padded[b, g·C/G + c, i·sh + p·dh, j·sw + q·dw], each group
+    g of output channels reading its own C/G input channels."""
+    if groups > 1:
+        return np.concatenate([reference_conv2d(xg, wg, stride, padding, dilation) for xg, wg in
+                               zip(np.split(x, groups, 1), np.split(w, groups, 0))], axis=1)
     xp = padded(x, padding)
     return sum(np.einsum("oc,bcij->boij", w[:, :, p, q], xp[at])
                for p, q, at in taps(x.shape, w.shape, stride, padding, dilation))
 
 
-def reference_conv2d_grads(g, x, w, stride, padding, dilation):
+def reference_conv2d_grads(g, x, w, stride, padding, dilation, groups=1):
     """The definition's adjoints: dx and dw of <g, conv2d(x, w)>."""
+    if groups > 1:
+        parts = [reference_conv2d_grads(gg, xg, wg, stride, padding, dilation) for gg, xg, wg in
+                 zip(np.split(g, groups, 1), np.split(x, groups, 1), np.split(w, groups, 0))]
+        return np.concatenate([dx for dx, _ in parts], 1), np.concatenate([dw for _, dw in parts], 0)
     xp = padded(x, padding)
     dxp, dw = np.zeros_like(xp), np.zeros_like(w)
     for p, q, at in taps(x.shape, w.shape, stride, padding, dilation):
@@ -120,21 +128,25 @@ def test_conv2d_values_and_gradients_are_pytorchs():
         np.testing.assert_allclose(got.ravel(), want, atol=1e-8)
 
 
-@pytest.mark.parametrize("x_shape, w_shape, stride, padding, dilation", [
-    ((2, 2, 5, 4), (3, 2, 2, 3), (1, 1), (0, 0, 0, 0), (1, 1)),
-    ((2, 2, 5, 4), (3, 2, 2, 3), (2, 1), (1, 1, 2, 2), (1, 2)),
-    ((2, 2, 5, 4), (3, 2, 2, 3), (1, 3), (0, 2, 3, 0), (2, 1)),
-    ((2, 2, 1, 9), (3, 2, 1, 3), (1, 1), (0, 0, 4, 0), (1, 2)),          # causal conv1d: the left padded only
-], ids=["plain", "strided-padded-dilated", "asymmetric", "causal-1d"])
-def test_conv2d_kernels_match_the_definition(x_shape, w_shape, stride, padding, dilation, device, rng):
-    """Asymmetric padding (the primitive's) included; the backward kernels are the adjoints of the forward one:
-    <g, conv(x, w)> = <conv2d_input_grad(g, w), x> = <conv2d_weight_grad(g, x), w>."""
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding, dilation, groups", [
+    ((2, 2, 5, 4), (3, 2, 2, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    ((2, 2, 5, 4), (3, 2, 2, 3), (2, 1), (1, 1, 2, 2), (1, 2), 1),
+    ((2, 2, 5, 4), (3, 2, 2, 3), (1, 3), (0, 2, 3, 0), (2, 1), 1),
+    ((2, 2, 1, 9), (3, 2, 1, 3), (1, 1), (0, 0, 4, 0), (1, 2), 1),          # causal conv1d: the left padded only
+    ((1, 4, 5, 4), (6, 2, 2, 3), (2, 2), (1, 0, 0, 1), (1, 1), 2),          # two groups, rows the stride skips
+    ((1, 3, 4, 4), (3, 1, 3, 2), (1, 1), (1, 1, 0, 1), (1, 1), 3),          # depthwise
+], ids=["plain", "strided-padded-dilated", "asymmetric", "causal-1d", "grouped", "depthwise"])
+def test_conv2d_kernels_match_the_definition(x_shape, w_shape, stride, padding, dilation, groups, device, rng):
+    """Asymmetric padding (the primitive's) and groups included; the backward kernels are the adjoints of the
+    forward one: <g, conv(x, w)> = <conv_transpose2d(g, w), x> = <conv2d_weight_grad(g, x), w>."""
     x, w = rng.standard_normal(x_shape), rng.standard_normal(w_shape)
-    attrs = {"stride": stride, "padding": padding, "dilation": dilation}
+    attrs = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
     y = on_device(device, "conv2d", x, w, **attrs)
     np.testing.assert_allclose(y, reference_conv2d(x, w, **attrs), atol=1e-12)
     g = rng.standard_normal(y.shape)
-    dx = on_device(device, "conv2d_input_grad", g, w, x, **attrs)
+    skipped = tuple((x_shape[2 + a] + padding[2 * a] + padding[2 * a + 1] - dilation[a] * (w_shape[2 + a] - 1) - 1)
+                    % stride[a] for a in (0, 1))
+    dx = on_device(device, "conv_transpose2d", g, w, output_padding=skipped, **attrs)
     dw = on_device(device, "conv2d_weight_grad", g, x, kernel=w_shape[2:], **attrs)
     want_dx, want_dw = reference_conv2d_grads(g, x, w, **attrs)
     np.testing.assert_allclose(dx, want_dx, atol=1e-12)
@@ -149,13 +161,15 @@ def test_pooling_kernels_match_the_definition(size, stride, device, rng):
     """Max pooling exactly (the first largest wins, NaN over all); inputs in no window (the "gaps" case) get no
     gradient."""
     x, win = POOL_EDGES, windows(POOL_EDGES, size, stride)
-    y = on_device(device, "max_pool2d", x, kernel=size, stride=stride)
+    plain = dict(kernel=size, stride=stride, padding=(0, 0, 0, 0), ceil_mode=False)
+    y = on_device(device, "max_pool2d", x, dilation=(1, 1), **plain)
     np.testing.assert_array_equal(y, win.max(-1))
     g = rng.standard_normal(y.shape)
-    np.testing.assert_allclose(on_device(device, "max_pool2d_grad", g, x, kernel=size, stride=stride),   # zeros exact
+    np.testing.assert_allclose(on_device(device, "max_pool2d_grad", g, x, dilation=(1, 1), **plain),   # zeros exact
                                reference_max_pool_grad(g, x, size, stride), rtol=1e-15, atol=0)
-    np.testing.assert_allclose(on_device(device, "avg_pool2d", x, kernel=size, stride=stride), win.mean(-1), rtol=1e-12)
-    np.testing.assert_allclose(on_device(device, "avg_pool2d_grad", g, x, kernel=size, stride=stride),
+    plain.update(count_include_pad=True, divisor_override=0)
+    np.testing.assert_allclose(on_device(device, "avg_pool2d", x, **plain), win.mean(-1), rtol=1e-12)
+    np.testing.assert_allclose(on_device(device, "avg_pool2d_grad", g, x, **plain),
                                unpool(np.repeat(g[..., None] / win.shape[-1], win.shape[-1], -1), x.shape, size,
                                       stride), rtol=1e-12)
 
@@ -164,7 +178,8 @@ def test_max_pooling_gradient_goes_to_the_first_largest_and_to_nan(device):
     """As torch.nn.functional.max_pool2d's: each window's gradient on its first largest element, or its last NaN;
     on its first element when all are −inf."""
     weights = np.arange(1.0, 17.0).reshape(1, 2, 2, 4)
-    dx = on_device(device, "max_pool2d_grad", weights, POOL_EDGES, kernel=(2, 2), stride=(2, 1))
+    dx = on_device(device, "max_pool2d_grad", weights, POOL_EDGES, kernel=(2, 2), stride=(2, 1), padding=(0, 0, 0, 0),
+                   dilation=(1, 1), ceil_mode=False)
     np.testing.assert_array_equal(dx[0], [[[0, 3, 0, 0, 0], [0, 0, 0, 7, 0], [0, 11, 0, 7, 8], [0, 0, 0, 0, 0]],
                                           [[9, 0, 0, 12, 0], [0, 0, 21, 0, 0], [0, 0, 29, 0, 16], [13, 0, 0, 0, 0]]])
 
@@ -219,7 +234,7 @@ def test_second_order_gradients_through_a_convolution_on_every_device(device, rn
 def test_conv2d_in_float32_agrees_with_float64():
     rng = np.random.default_rng(2)
     x, w = rng.standard_normal((2, 3, 7, 6)), rng.standard_normal((4, 3, 3, 2))
-    y = conv.conv2d(x.astype(np.float32), w.astype(np.float32), (1, 1), (1, 1, 1, 1), (1, 1))
+    y = conv.conv2d(x.astype(np.float32), w.astype(np.float32), (1, 1), (1, 1, 1, 1), (1, 1), 1)
     assert y.dtype == np.float32
     np.testing.assert_allclose(y, reference_conv2d(x, w, (1, 1), (1, 1, 1, 1), (1, 1)), rtol=1e-5, atol=1e-5)
 
@@ -293,7 +308,7 @@ def test_flops_count_two_per_multiply_add():
 
 
 @pytest.mark.parametrize("fn, error, message", [
-    (lambda x: ag.conv2d(x, np.zeros((4, 2, 3, 3), np.float32)), ShapeError, "3 channels but the weight"),
+    (lambda x: ag.conv2d(x, np.zeros((4, 2, 3, 3), np.float32)), ShapeError, "groups=1 must divide the input's 3"),
     (lambda x: ag.conv2d(x, np.zeros((4, 3, 9, 3), np.float32)), ShapeError, "kernel spans 9 positions"),
     (lambda x: ag.conv2d(x, np.zeros((4, 3, 3, 3), np.float32), dilation=(4, 1)), ShapeError, "spans 9 positions"),
     (lambda x: ag.conv2d(x, np.zeros((4, 3, 3, 3), np.float32), stride=0), ShapeError, "stride must be an int >= 1"),
