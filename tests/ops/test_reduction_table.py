@@ -287,3 +287,15 @@ def test_running_ops_without_an_onnx_form_are_refused_with_the_reason(op):
     graph = ag.trace(lambda x: getattr(ag, op)(x, 0), x=ag.Input((3,)))
     with pytest.raises(ExportError, match="ONNX has no running"):
         to_onnx(graph)
+
+
+def test_the_reductions_are_tensor_methods_too():
+    x = np.array([[2.0, 0.0, 3.0], [1.0, -2.0, 4.0]])
+    prod, anything, everything, sums, products, top, at = run(
+        lambda x: (x.prod(1), x.any(), x.all(0), x.cumsum(1), x.cumprod(0), *x.cummin(1)), x)
+    np.testing.assert_array_equal(prod, [0.0, -8.0])
+    assert anything.tolist() is True and everything.tolist() == [True, False, True]
+    np.testing.assert_array_equal(sums, np.cumsum(x, 1))
+    np.testing.assert_array_equal(products, np.cumprod(x, 0))
+    np.testing.assert_array_equal(top, np.minimum.accumulate(x, 1))
+    assert at.tolist() == [[0, 1, 1], [0, 1, 1]]
