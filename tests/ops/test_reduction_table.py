@@ -49,6 +49,7 @@ REDUCTIONS = {
     "prod": (ag.prod, np.prod, True),
     "any": (ag.any, np.any, False),
     "all": (ag.all, np.all, False),
+    "cumsum": (ag.cumsum, np.cumsum, True),
     "cumprod": (ag.cumprod, np.cumprod, True),
     "cummax": (lambda x, a: ag.cummax(x, a)[0], np.maximum.accumulate, True),
     "cummin": (lambda x, a: ag.cummin(x, a)[0], np.minimum.accumulate, True),
@@ -61,7 +62,7 @@ REDUCTIONS = {
     "normalize_p3": (lambda x, a: ag.normalize(x, 3.0, a), lambda x, a: normalize(x, a, 3), True),
     "normalize_inf": (lambda x, a: ag.normalize(x, INF, a), lambda x, a: normalize(x, a, INF), True),
 }
-INTEGER_INPUTS = ("prod", "any", "all", "cumprod", "cummax", "cummin", "cummax_indices", "cummin_indices")
+INTEGER_INPUTS = ("prod", "any", "all", "cumsum", "cumprod", "cummax", "cummin", "cummax_indices", "cummin_indices")
 COVERS = {name.split("_")[0] for name in REDUCTIONS} | {"isclose"}
 
 SMOOTH = np.array([[[0.7, -1.3, 1.9, 0.4], [-0.6, 1.1, -1.7, 1.4], [1.2, 0.3, -0.9, -1.5]],
@@ -163,12 +164,12 @@ def test_0_d_and_size_0_axes(name, device):
 @pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.int64, np.bool_])
 @pytest.mark.parametrize("name", INTEGER_INPUTS)
 def test_integer_and_bool_inputs_as_torch(name, dtype, device):
-    """prod and cumprod give int64 (as torch), any and all bool, the running extrema keep the dtype."""
+    """prod, cumsum and cumprod give int64 (as torch), any and all bool, the running extrema keep the dtype."""
     x = np.array([[3, 0, 3, 7], [1, 2, 2, 1]]).astype(dtype)
     got = run(lambda x: REDUCTIONS[name][0](x, -1), x, device=device)
     with np.errstate(over="ignore"):
         want = np.asarray(REDUCTIONS[name][1](x.astype(np.int64), -1))
-    want = want.astype({"prod": np.int64, "cumprod": np.int64, "cummax": dtype, "cummin": dtype}.get(name, want.dtype))
+    want = want.astype({"prod": np.int64, "cumsum": np.int64, "cumprod": np.int64, "cummax": dtype, "cummin": dtype}.get(name, want.dtype))
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
 
