@@ -1274,7 +1274,6 @@ class Tensor:
     mT = property(lambda self: swapaxes(self, -1, -2))
     sum, mean, max, min, logsumexp, astype, clip = sum, mean, max, min, logsumexp, astype, clip
     prod, any, all, cumsum, cumprod, cummax, cummin = prod, any, all, cumsum, cumprod, cummax, cummin
-    prod, any, all, cumsum, cumprod, cummax, cummin = prod, any, all, cumsum, cumprod, cummax, cummin
     exp, log, sqrt, tanh, sigmoid, relu, abs = exp, log, sqrt, tanh, sigmoid, relu, abs
 
     def reshape(self, *shape):
