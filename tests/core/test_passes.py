@@ -267,3 +267,21 @@ def test_a_product_contracting_an_axis_of_size_1_becomes_an_exact_multiplication
     optimized = passes.dce(passes.simplify(graph))
     assert "matmul" not in ops(optimized) and ops(optimized)["mul"] == 1
     np.testing.assert_array_equal(Executable(optimized)(a=a, b=b), Executable(graph)(a=a, b=b))
+
+
+def test_a_weight_used_at_every_time_step_gets_one_product_over_the_stacked_rows(rng):
+    """Σₜ hₜᵀ gₜ (a GRU's hidden weight over 5 steps) and Σₜ Σ_rows gₜ (its bias) become one product of the
+    stacked rows and one sum: the same gradients as the per-step products."""
+    cell = ag.nn.GRUCell(3, 4, rng=rng).astype("float64")
+    xs, h0 = rng.standard_normal((5, 2, 3)), rng.standard_normal((2, 4))
+
+    def loss(xs, h):
+        for t in range(5):
+            h = cell(xs[t], h)
+        return ag.sum(h ** 2)
+    graph = ag.trace(loss, xs=xs, h=h0).grad()
+    optimized = passes.optimize(graph, elementwise=False)
+    weight_products = [n for n in optimized.topological_order() if n.op == "matmul" and n.attrs.get("transpose_a")]
+    assert sorted(n.inputs[0].shape for n in weight_products) == [(10, 3), (10, 4)]   # 5 steps × 2 rows
+    assert ops(optimized)["matmul"] == ops(graph)["matmul"] - 2 * (5 - 1)
+    same_results(graph, optimized, xs=xs, h=h0)

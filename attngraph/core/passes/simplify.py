@@ -12,6 +12,8 @@
   concat(x[0:i], x[i:j], ...) or of x[k] reshaped      →  x, its sliced axis moved to the concatenation's,
                                                           when the slices tile x along the axis in order
   a @ b contracting an axis of size 1   →  a column times a row, broadcast: an elementwise product to fuse
+  Σₜ aₜᵀ gₜ   →  concat(aₜ)ᵀ concat(gₜ)      (a weight used at every time step: one product over all steps' rows)
+  Σₜ Σ_rows gₜ  →  Σ_rows concat(gₜ)         (its bias)
 
 Autodiff makes all of these: the gradient of ``x @ kᵀ`` with respect to k transposes the transposed k
 back; split and merged attention heads transpose twice in a row; the gradient of a sum is its output
@@ -53,7 +55,19 @@ def _simplified(graph: Graph) -> Graph:
         """Whether every input of ``node`` is read by it alone: moving a copy past it makes none twice."""
         return all(users[x] == [node] for x in node.inputs)
 
+    def chain_root(node) -> bool:
+        """Whether ``node`` is an addition that no private addition reads: the top of a sum of terms."""
+        return node.op == "add" and not any(u.op == "add" and private(u) for u in users[node])
+
+    def terms(node) -> list:
+        """The terms an addition sums through the additions that only it reads, left to right."""
+        return [t for x in node.inputs for t in (terms(x) if x.op == "add" and users[x] == [node] else [x])]
+
     def visit(node, inputs, copy):
+        if chain_root(node) and len(node.inputs) == 2:
+            stacked = _stacked_terms(node, [env[t] for t in terms(node)], copy)
+            if stacked is not None:
+                return stacked
         if node.op == "transpose":
             (x,) = inputs
             perm = tuple(int(p) for p in node.attrs["perm"])
@@ -107,7 +121,29 @@ def _simplified(graph: Graph) -> Graph:
                         return other
         return copy(node, inputs)
 
-    return rewrite(graph, visit)
+    env = {}
+    return rewrite(graph, visit, env)
+
+
+def _stacked_terms(node, terms: list, copy):
+    """The sum of ``terms`` with the products aᵀg of 2-D operands stacked into one product, and the row sums
+    Σ_rows g of 2-D gs into one sum; None when neither has two terms to stack."""
+    products = [t for t in terms if t.op == "matmul" and t.attrs.get("transpose_a") and not t.attrs.get("transpose_b")
+                and all(len(x.shape) == 2 for x in t.inputs) and t.shape == node.shape]
+    row_sums = [t for t in terms if t.op == "sum" and t.attrs["axes"] == (0,) and not t.attrs["keepdims"]
+                and len(t.inputs[0].shape) == 2 and t.shape == node.shape]
+    stacks = [group for group in (products, row_sums) if len(group) > 1]
+    if not stacks:
+        return None
+
+    def rows(parts):
+        shape = (sum(x.shape[0] for x in parts),) + parts[0].shape[1:]
+        return copy(node, tuple(parts), op="concat", attrs={"axis": 0}, shape=shape, dtype=parts[0].dtype)
+    kept = [t for t in terms if not any(t in group for group in stacks)]
+    for group in stacks:
+        operands = tuple(rows([t.inputs[i] for t in group]) for i in range(len(group[0].inputs)))
+        kept.append(copy(group[0], operands))
+    return reduce(lambda a, b: copy(node, (a, b)), kept)
 
 
 def _contracted(matmul, a):
