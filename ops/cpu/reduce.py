@@ -54,7 +54,8 @@ def prod(x, axes, keepdims):
     """Product of x over `axes` (normalized, non-negative; () gives a copy); 1 over empty axes. Floats keep their
     dtype; bool and integers are multiplied in int64."""
     x = np.asarray(x)
-    return np.asarray(np.prod(x, tuple(axes), x.dtype if x.dtype.kind == "f" else np.int64, keepdims=keepdims))
+    with np.errstate(invalid="ignore", over="ignore"):     # 0 · inf = NaN and overflow to inf are IEEE's answers
+        return np.asarray(np.prod(x, tuple(axes), x.dtype if x.dtype.kind == "f" else np.int64, keepdims=keepdims))
 
 
 def max(x, axes, keepdims):
