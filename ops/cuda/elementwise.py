@@ -17,9 +17,10 @@ from ops.cuda.layout import broadcast_strides, flat, offset, sliced_broadcast
 
 def map_kernel(f, arity: int):
     """A kernel writing ``out[i] = f(x0[...], x1[...], ...)`` for the ``arity`` operands, each a flat device array
-    with its strides over the output's ``shape`` (generated for the arity: numba.cuda takes no ``*args``)."""
-    operands = ", ".join(f"x{k}, s{k}" for k in range(arity))
-    loads = ", ".join(f"x{k}[offset(i, shape, s{k})]" for k in range(arity))
+    with the position of its first element and its strides over the output's ``shape`` (a stride may be negative:
+    a step −1 slice reads backwards from its start; generated for the arity: numba.cuda takes no ``*args``)."""
+    operands = ", ".join(f"x{k}, b{k}, s{k}" for k in range(arity))
+    loads = ", ".join(f"x{k}[b{k} + offset(i, shape, s{k})]" for k in range(arity))
     namespace = {"cuda": cuda, "offset": offset, "f": f}
     exec(f"def map{arity}(out, shape, {operands}):\n"
          f"    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):\n"
@@ -35,7 +36,7 @@ def launch(kernel, out, *xs, views=()):
     for x, view in zip(xs, views or (None,) * len(xs)):
         start, strides = (0, broadcast_strides(x.shape, shape)) if view is None else \
             sliced_broadcast(x.shape, view, shape)
-        operands += [flat(x)[start:], strides]
+        operands += [flat(x), start, strides]
     kernel[blocks(out.size), THREADS](flat(out), shape, *operands)
     return out
 

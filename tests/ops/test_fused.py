@@ -6,6 +6,7 @@ import pytest
 
 import attngraph as ag
 from attngraph.core import passes
+from attngraph.core.executor import Executable
 from tests.core.test_fuse_elementwise import fused_nodes, gru_update
 from tests.ops.test_gelu import reference as gelu_reference
 
@@ -72,3 +73,30 @@ def test_linear_then_gelu_after_fusion_takes_the_bias_into_the_kernel(device):
     np.testing.assert_allclose(value, (tanh_gelu * exact_gelu).sum(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(dweight, x.T.astype(np.float64) @ dz, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(dbias, dz.sum(0), rtol=1e-5, atol=1e-6)
+
+
+REVERSED = [((9,), np.s_[::-1], (9,)),                                 # x[::-1] read backwards from its end
+            ((3, 4), np.s_[::-1], (3, 4)),
+            ((3, 4), np.s_[:, ::-2], (3, 2)),
+            ((4, 5), np.s_[3:0:-2, 1:], (2, 4)),
+            ((2, 3, 4), np.s_[1, ::-1, None, 2::-1], (3, 1, 3)),
+            ((4,), np.s_[::-1], (3, 4))]                               # broadcast: a stride of 0 beside one of −1
+
+
+@pytest.mark.parametrize("shape, index, w_shape", REVERSED, ids=lambda v: str(v).replace(" ", ""))
+def test_negative_step_slices_read_in_place_forward_and_gradient(device, rng, shape, index, w_shape):
+    """A slice with a negative step fused as a view (its first element is its last in memory) gives the unfused
+    graph's values and NumPy's, forward and backward: sum(x[index] ∘ w), ∂/∂x = w scattered back at [index]."""
+    x, w = rng.standard_normal(shape), rng.standard_normal(w_shape)
+    graph = ag.trace(lambda x, w: ag.sum(ag.tanh(x[index] * w)), x=x, w=w).grad(wrt=["x", "w"])
+    fused = passes.optimize(graph)
+    assert any(v is not None for n in fused_nodes(fused) for v in n.attrs["views"]), "the slice is not a view"
+    value, dx, dw = Executable(fused, device.name)(x=x, w=w)
+    for a, b in zip((value, dx, dw), Executable(passes.optimize(graph, elementwise=False), device.name)(x=x, w=w)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    slope = 1 - np.tanh(x[index] * w) ** 2
+    expected_dx = np.zeros_like(x)
+    np.add.at(expected_dx, index, (slope * w).reshape(-1, *x[index].shape).sum(0))     # summed over broadcast axes
+    np.testing.assert_allclose(value, np.tanh(x[index] * w).sum(), rtol=1e-12)
+    np.testing.assert_allclose(dx, expected_dx, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(dw, slope * x[index], rtol=1e-12, atol=1e-12)
