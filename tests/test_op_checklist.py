@@ -19,12 +19,14 @@ BACKWARD = {name for name, reason in NO_ONNX_FORM.items() if reason.startswith("
 # primitives that are no ag.<name>, and what reaches them (backward ops are emitted by their forward op's VJP)
 WITHOUT_WRAPPER = {"argsort": "ag.sort, ag.topk", "gather": "ag.take, ag.embedding", "getitem": "x[index]",
                    "size": "ag.mean, ag.var", "fused": "the elementwise fusion pass",
-                   "ring_attention": "attngraph.attention.ring",
-                   "max_pool2d_indices": "ag.max_pool2d(return_indices=True), ag.max_pool1d"}
+                   "ring_attention": "attngraph.attention.ring", "cumarg": "ag.cummax, ag.cummin",
+                   "max_pool2d_indices": "ag.max_pool2d(return_indices=True), ag.max_pool1d",
+                   "take_along_axis": "ag.gather", "put_along_axis": "ag.scatter, ag.scatter_add, ag.scatter_reduce"}
 # primitives that neither the cases of tests/core/test_primitives.py (run on both devices by
 # tests/cuda/test_executor.py) nor the rows of tests/ops/test_op_table.py (run on both devices there) reach, and the
 # file that runs them on both devices (or on the CPU, where the op has no CUDA kernel)
 TESTED_ELSEWHERE = {
+    "take_along_axis": "tests/ops/test_shape_table.py", "put_along_axis": "tests/ops/test_shape_table.py",
     "abs": "tests/ops/test_unary_functions.py", "clip": "tests/ops/test_unary_functions.py",
     "cos": "tests/ops/test_unary_functions.py", "sin": "tests/ops/test_unary_functions.py",
     "rsqrt": "tests/ops/test_unary_functions.py", "silu": "tests/ops/test_unary_functions.py",
@@ -32,6 +34,8 @@ TESTED_ELSEWHERE = {
     "var": "tests/ops/test_reduce.py",
     "argmax": "tests/ops/test_sort.py", "argmin": "tests/ops/test_sort.py", "argsort": "tests/ops/test_sort.py",
     "cumsum": "tests/ops/test_scan.py",
+    "cumprod": "tests/ops/test_reduction_table.py", "logcumsumexp": "tests/ops/test_reduction_table.py",
+    "cumarg": "tests/ops/test_reduction_table.py", "prod": "tests/ops/test_reduction_table.py",
     "arange": "tests/ops/test_positions.py", "relative_distance": "tests/ops/test_positions.py",
     "cross_entropy": "tests/ops/test_cross_entropy.py", "cross_entropy_grad": "tests/ops/test_cross_entropy.py",
     "dropout": "tests/ops/test_dropout.py", "gather": "tests/ops/test_embedding.py",
@@ -59,7 +63,7 @@ def test_every_elementwise_primitive_has_the_scalar_function_that_cuda_and_fusio
 def test_every_primitive_is_a_functional_wrapper_a_backward_op_or_listed():
     unreachable = sorted(set(REGISTRY) - set(dir(ag)) - BACKWARD - set(WITHOUT_WRAPPER))
     assert unreachable == [], "add the op's wrapper to core/functional.py's __all__"
-    assert set(WITHOUT_WRAPPER) <= set(REGISTRY) - set(dir(ag))
+    assert set(WITHOUT_WRAPPER) - {"gather"} <= set(REGISTRY) - set(dir(ag))    # ag.gather is torch.gather's
 
 
 def without_an_onnx_form() -> list[str]:

@@ -13,7 +13,8 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import DTypeError, ShapeError, TracingError
-from .dims import broadcast, divide, format_shape, multiply, normalize
+from .dims import broadcast, divide, format_shape, multiply
+from .dims import normalize as normalize_dim     # ``normalize`` is the op
 from .graph import Node, unsupported_dtype
 from .tracing import add_call, add_node, current_graph, user_source
 # convolution, pooling and resampling compose this module's ops (convolution.py imports it back, as losses.py)
@@ -22,6 +23,7 @@ from .convolution import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max
                           interpolate, max_pool1d, max_pool2d)
 # einsum and the losses compose this module's ops (linalg.py and losses.py import it back, reading it only when called)
 from .linalg import baddbmm, bmm, einsum, outer
+from .norms import batch_norm, group_norm, rms_norm
 from .losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cosine_similarity, cross_entropy,
                      huber_loss, kl_div, l1_loss, mse_loss, nll_loss, pairwise_distance, smooth_l1_loss)
 
@@ -37,15 +39,18 @@ __all__ = [   # what ``import attngraph`` exports: the ops users call, and Tenso
     "quick_gelu", "floor_divide", "remainder", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
     "left_shift", "right_shift",
     "sum", "mean", "max", "min", "logsumexp", "var", "std", "argmax", "argmin", "sort", "topk", "cumsum",
+    "prod", "any", "all", "cumprod", "cummax", "cummin", "logcumsumexp", "softmin", "normalize", "isclose",
+    "zeros", "ones", "full", "ones_like", "full_like", "eye", "linspace", "meshgrid",
     "reshape", "transpose", "swapaxes", "broadcast_to", "expand_dims", "unsqueeze", "squeeze", "flatten", "moveaxis",
     "concat", "stack", "split", "take", "tril", "triu", "one_hot", "arange", "relative_distance", "embedding",
     "flip", "roll", "repeat", "repeat_interleave", "chunk", "unflatten", "diag", "diagonal", "gather", "scatter",
-    "scatter_add", "scatter_reduce", "index_select", "masked_fill", "masked_select", "nonzero",
+    "scatter_add", "scatter_reduce", "index_select", "masked_fill", "masked_select", "nonzero", "pad",
     "matmul", "einsum", "outer", "bmm", "baddbmm",
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
     "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
     "interpolate",
-    "softmax", "log_softmax", "layer_norm", "cross_entropy", "nll_loss", "dropout", "Tensor",
+    "softmax", "log_softmax", "layer_norm", "rms_norm", "group_norm", "batch_norm", "cross_entropy", "nll_loss",
+    "dropout", "Tensor",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "mse_loss", "l1_loss", "smooth_l1_loss",
     "huber_loss", "cosine_similarity", "pairwise_distance",
 ]
@@ -282,9 +287,120 @@ def name(x, label: str):
     return x
 
 
-def zeros_like(x):
-    node = as_node(x)
-    return broadcast_to(constant(np.zeros((), node.dtype)), node.shape)
+def full(shape, fill_value, dtype=None):
+    """A tensor of ``shape`` holding ``fill_value`` everywhere (torch.full): a 0-d constant broadcast, so that
+    ``shape`` may hold symbolic dimensions (``x.shape[0]``, ``"B"``), bound when the graph runs. ``dtype`` by
+    default follows the value, as torch: bool, int64 for an int, float32 for a float."""
+    if isinstance(fill_value, Tensor) or np.ndim(fill_value) or not isinstance(fill_value, (int, float, np.generic)):
+        raise DTypeError(f"full's fill_value must be a number, not {type(fill_value).__name__} (at {user_source()})")
+    if dtype is None:
+        dtype = np.bool_ if isinstance(fill_value, (bool, np.bool_)) else np.float32 \
+            if isinstance(fill_value, (float, np.floating)) else np.int64
+    dtype = _real_dtype("full", dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        value = np.asarray(fill_value).astype(dtype)
+    if dtype.kind in "biu" and value.item() != fill_value:
+        raise DTypeError(f"full: {fill_value!r} is not a {dtype} value (at {user_source()})")
+    return broadcast_to(constant(value), _shape("full", shape))
+
+
+def zeros(*shape, dtype="float32"):
+    """A tensor of ``shape`` (``zeros(2, 3)`` or ``zeros((2, 3))``, symbolic dimensions allowed) of zeros."""
+    return full(_varargs(shape), 0, dtype)
+
+
+def ones(*shape, dtype="float32"):
+    """A tensor of ``shape`` (``ones(2, 3)`` or ``ones((2, 3))``, symbolic dimensions allowed) of ones."""
+    return full(_varargs(shape), 1, dtype)
+
+
+def full_like(x, fill_value, dtype=None):
+    """A tensor of ``x``'s shape (symbolic dimensions kept) and dtype (or ``dtype``) holding ``fill_value``."""
+    return full(as_node(x).shape, fill_value, as_node(x).dtype if dtype is None else dtype)
+
+
+def zeros_like(x, dtype=None):
+    """Zeros of ``x``'s shape and dtype (or ``dtype``)."""
+    return full_like(x, 0, dtype)
+
+
+def ones_like(x, dtype=None):
+    """Ones of ``x``'s shape and dtype (or ``dtype``)."""
+    return full_like(x, 1, dtype)
+
+
+def eye(n, m=None, k: int = 0, dtype="float32"):
+    """The (n, m) matrix (m = n by default) with ones where column − row = ``k`` and zeros elsewhere (np.eye;
+    torch.eye has no ``k``); ``n`` and ``m`` may be symbolic dimensions."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise ShapeError(f"eye's diagonal k must be an int, got {k!r} (at {user_source()})")
+    grid = zeros(_shape("eye", (n, n if m is None else m)), dtype=np.bool_)
+    return equal(arange(grid, -1) - expand_dims(arange(grid, -2), 1), int(k)).astype(_real_dtype("eye", dtype))
+
+
+def linspace(start, end, steps: int, dtype="float32"):
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included (torch.linspace): start + i·step for
+    the first half and end − (steps − 1 − i)·step for the second, step = (end − start) / (steps − 1), computed in
+    ``dtype`` as torch does, so that the last value is ``end`` exactly."""
+    _numbers("linspace", start=start, end=end)
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+        raise ShapeError(f"linspace's steps must be an int >= 0, got {steps!r} (at {user_source()})")
+    dtype = _real_dtype("linspace", dtype)
+    compute = dtype.type if dtype.kind == "f" else np.float64
+    i = np.arange(steps, dtype=compute)
+    step = (compute(end) - compute(start)) / compute(builtins.max(steps - 1, 1))
+    values = np.where(i < builtins.max(steps // 2, 1), compute(start) + step * i, compute(end) - step * (steps - 1 - i))
+    return constant(values.astype(dtype))
+
+
+def meshgrid(*tensors, indexing: str = "ij"):
+    """Coordinate grids of 1-d (or 0-d) tensors of one dtype (torch.meshgrid): the i-th result holds
+    ``tensors[i]`` along axis i of the shape (n₀, n₁, ...) of their lengths; ``indexing="xy"`` swaps the first two
+    axes (NumPy's default, for Cartesian x, y). Each result is a broadcast, its gradient the sum over the others."""
+    tensors = _varargs(tensors)
+    if indexing not in ("ij", "xy"):
+        raise ShapeError(f"meshgrid's indexing must be 'ij' or 'xy', not {indexing!r} (at {user_source()})")
+    if not tensors:
+        raise ShapeError(f"meshgrid needs at least one tensor (at {user_source()})")
+    nodes = [as_node(t) for t in tensors]
+    if builtins.any(len(n.shape) > 1 for n in nodes):
+        raise ShapeError(f"meshgrid takes 1-d or 0-d tensors, got {', '.join(format_shape(n.shape) for n in nodes)} "
+                         f"(at {user_source()})")
+    if len({n.dtype for n in nodes}) > 1:
+        raise DTypeError(f"meshgrid takes tensors of one dtype, got {', '.join(str(n.dtype) for n in nodes)} "
+                         f"(at {user_source()})")
+    lengths = [n.shape[0] if n.shape else 1 for n in nodes]
+    order = list(range(len(nodes)))
+    if indexing == "xy" and len(nodes) > 1:
+        order[:2] = [1, 0]
+    shape = [lengths[i] for i in order]
+    return [broadcast_to(reshape(t, [lengths[i] if order[a] == i else 1 for a in range(len(order))]), shape)
+            for i, t in enumerate(tensors)]
+
+
+def _shape(op: str, shape) -> tuple:
+    """``shape`` (an int or a sequence of dimensions: ints >= 0, symbol names, a tensor's ``shape``) normalized."""
+    dims = (shape,) if isinstance(shape, (int, np.integer, str)) else shape
+    try:
+        return tuple(normalize_dim(int(d) if isinstance(d, np.integer) else d) for d in dims)
+    except (TypeError, ValueError) as error:
+        raise ShapeError(f"{op}'s shape {shape!r}: {error} (at {user_source()})") from None
+
+
+def _real_dtype(op: str, dtype) -> np.dtype:
+    """``dtype`` (``_dtype``) when it is bool, an integer or a float, which a created tensor can hold."""
+    dtype = _dtype(op, dtype)
+    if dtype.kind not in "biuf":
+        raise DTypeError(f"{op}: a tensor holds bool, integers or floats, not {dtype} (at {user_source()})")
+    return dtype
+
+
+def _numbers(op: str, **values) -> None:
+    """Check that each of ``values`` is a finite real number (not a bool), naming it."""
+    for key, value in values.items():
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(value):
+            raise ShapeError(f"{op}'s {key} must be a finite number, got {value!r} (at {user_source()})")
 
 
 def gelu(x, approximate: str = "tanh"):
@@ -417,6 +533,28 @@ def std(x, axis=None, correction: int = 1, keepdims: bool = False):
     return where(constant, 0.0, sqrt(where(constant, 1.0, variance)))
 
 
+def prod(x, axis=None, keepdims: bool = False):
+    """Πx over ``axis``; 1 over an empty axis. Floats keep their dtype, bool and integers are multiplied in int64
+    (as torch.prod). The gradient at xᵢ is the product of the others, exact where the reduction holds zeros."""
+    return emit("prod", x, axes=_axes(x, axis), keepdims=keepdims)
+
+
+def any(x, axis=None, keepdims: bool = False):
+    """Whether some element over ``axis`` is non-zero (NaN is), as bool for any dtype; False over an empty axis
+    (torch.any, whose result for uint8 is uint8)."""
+    return greater(sum(_nonzero(x), axis, keepdims), 0)
+
+
+def all(x, axis=None, keepdims: bool = False):
+    """Whether every element over ``axis`` is non-zero (NaN is), as bool for any dtype; True over an empty axis
+    (torch.all)."""
+    return equal(sum(logical_not(_nonzero(x)), axis, keepdims), 0)
+
+
+def _nonzero(x):
+    return x if as_node(x).dtype == np.bool_ else not_equal(x, 0)
+
+
 def argmax(x, axis=None, keepdims: bool = False):
     """The int64 index of the first largest element along ``axis`` (of the flattened tensor when None), NaN
     counting as the largest (as torch.argmax); no value over an axis of size 0."""
@@ -445,10 +583,73 @@ def cumsum(x, axis: int):
     """Running sums along ``axis``: out[..., j, ...] = Σ_{i ≤ j} x[..., i, ...] (as torch.cumsum). Floats keep
     their dtype, bool and integers give int64. The gradient is the running sum of the gradient taken from the
     end."""
+    return _running("cumsum", x, axis, reverse=False)
+
+
+def cumprod(x, axis: int):
+    """Running products along ``axis``: out[..., j, ...] = Π_{i ≤ j} x[..., i, ...] (as torch.cumprod). Floats
+    keep their dtype, bool and integers give int64. The gradient is exact at zeros, as torch's."""
+    return _running("cumprod", x, axis)
+
+
+def logcumsumexp(x, axis: int):
+    """log Σ_{i ≤ j} exp x[..., i, ...] along ``axis`` of a float tensor (torch.logcumsumexp), accumulated one
+    term at a time as log(eᵃ + eᵇ) = max + log1p(e^-|a − b|): no overflow at large values, −inf terms add
+    nothing. Its gradient is torch's (NaN where the running value is −inf)."""
+    _floating("logcumsumexp", x)
+    return _running("logcumsumexp", x, axis, reverse=False)
+
+
+def cummax(x, axis: int):
+    """(values, int64 indices) of the running maximum along ``axis`` (torch.cummax): the index is the latest
+    among ties, and a NaN is the maximum from where it stands (the index moving to each later NaN). The values'
+    gradient goes to the position each came from."""
+    return _running_extremum(x, axis, largest=True)
+
+
+def cummin(x, axis: int):
+    """(values, int64 indices) of the running minimum along ``axis`` (torch.cummin), as ``cummax``."""
+    return _running_extremum(x, axis, largest=False)
+
+
+def _running_extremum(x, axis, largest: bool):
+    indices = _running("cumarg", x, axis, largest=largest)
+    if not as_node(x).shape:
+        return x, indices
+    last = len(as_node(x).shape) - 1
+    axis = _axis(x, axis)
+    return moveaxis(_take_along_last(moveaxis(x, axis, last), moveaxis(indices, axis, last)), last, axis), indices
+
+
+def _running(op: str, x, axis: int, **attrs):
+    """``op``, a running reduction along the last axis, along ``axis``; a 0-d tensor as a row of one."""
     ndim, axis = len(as_node(x).shape), _axis(x, axis)
     if not ndim:
-        return reshape(cumsum(reshape(x, (1,)), 0), ())
-    return moveaxis(emit("cumsum", moveaxis(x, axis, ndim - 1), reverse=False), ndim - 1, axis)
+        return reshape(_running(op, reshape(x, (1,)), 0, **attrs), ())
+    return moveaxis(emit(op, moveaxis(x, axis, ndim - 1), **attrs), ndim - 1, axis)
+
+
+def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """|a − b| ≤ atol + rtol·|b| elementwise, broadcasting (torch.isclose): equal values (infinities too) are
+    close, an infinity is close to nothing else, NaN to nothing unless ``equal_nan``. Integers are compared in
+    float64; bool tensors by equality. ``a`` and ``b`` have one dtype (a Python number takes the other's)."""
+    _numbers("isclose", rtol=rtol, atol=atol)
+    if rtol < 0 or atol < 0:
+        raise ShapeError(f"isclose's rtol and atol must be >= 0, got {rtol!r} and {atol!r} (at {user_source()})")
+    a, b = lift_scalars("isclose", a, b)
+    dtypes = {as_node(a).dtype, as_node(b).dtype}
+    if len(dtypes) > 1:
+        raise DTypeError(f"isclose compares tensors of one dtype, got {' and '.join(map(str, dtypes))}: cast one "
+                         f"(at {user_source()})")
+    kind = dtypes.pop().kind
+    close = equal(a, b)
+    if kind == "b":
+        return close
+    if kind in "iu":
+        a, b = astype(a, np.float64), astype(b, np.float64)
+    error = abs(a - b)
+    close = logical_or(close, logical_and(isfinite(error), less_equal(error, abs(b) * float(rtol) + float(atol))))
+    return logical_or(close, logical_and(isnan(a), isnan(b))) if equal_nan else close
 
 
 def sort(x, axis: int = -1, descending: bool = False):
@@ -507,7 +708,7 @@ def reshape(x, shape: Sequence):
         if missing is None:
             raise ShapeError(f"cannot reshape {format_shape(source)} to {format_shape(shape)} at {user_source()}")
         shape = tuple(missing if d == -1 else d for d in shape)
-    shape = tuple(normalize(d) for d in shape)
+    shape = tuple(normalize_dim(d) for d in shape)
     return x if shape == source and type(x) is Tensor else emit("reshape", x, shape=shape)
 
 
@@ -520,12 +721,13 @@ def transpose(x, axes: Sequence[int] | None = None):
 def swapaxes(x, a: int, b: int):
     perm = list(range(len(as_node(x).shape)))
     a, b = _axis(x, a), _axis(x, b)
-    perm[a], perm[b] = perm[b], perm[a]
+    if perm:                    # a 0-d tensor takes axis 0 or -1 and is itself, as in torch
+        perm[a], perm[b] = perm[b], perm[a]
     return transpose(x, perm)
 
 
 def broadcast_to(x, shape: Sequence):
-    shape = tuple(normalize(d) for d in shape)
+    shape = tuple(normalize_dim(d) for d in shape)
     return x if as_node(x).shape == shape and type(x) is Tensor else emit("broadcast_to", x, shape=shape)
 
 
@@ -564,7 +766,7 @@ def split(x, split_size_or_sections, axis: int = -1) -> list:
     if isinstance(dim, str):
         raise ShapeError(f"cannot split symbolic dimension {dim} (at {user_source()})")
     given = split_size_or_sections
-    if not all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_))
+    if not builtins.all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_))
                for n in (given if isinstance(given, (list, tuple, np.ndarray)) else [given])):
         raise ShapeError(f"split takes an int size or a list of int sizes, got {given!r} "
                          f"(at {user_source()})")
@@ -784,7 +986,8 @@ def take(x, indices, axis: int = 0):
         indices = where(less(indices, 0), indices + emit("size", x, axes=(axis,), dtype=idx.dtype), indices)
     rest = shape[:axis] + shape[axis + 1:]
     rows = emit("gather", reshape(moveaxis(x, axis, 0), (dim, -1)), indices)
-    return moveaxis(reshape(rows, idx.shape + rest), tuple(range(len(idx.shape))), axis)
+    at = range(len(idx.shape))          # the indices' axes, moved in place of ``axis`` (none for a 0-d index)
+    return moveaxis(reshape(rows, idx.shape + rest), tuple(at), tuple(a + axis for a in at))
 
 
 def moveaxis(x, source, destination):
@@ -800,6 +1003,8 @@ def moveaxis(x, source, destination):
     if len(source) != len(destination):
         raise ShapeError(f"moveaxis takes as many destinations as sources, got {source} and {destination} "
                          f"(at {user_source()})")
+    if not ndim:                # a 0-d tensor takes axis 0 or -1 and is itself, as in torch
+        return x
     order = [a for a in range(ndim) if a not in source]
     for to, axis in sorted(zip(destination, source)):
         order.insert(to, axis)
@@ -835,12 +1040,14 @@ def _concrete(op: str, x, axis: int) -> int:
 
 
 def flip(x, dims):
-    """``x`` with the entries along each axis of ``dims`` in reverse order (torch.flip): a slice of step −1."""
+    """``x`` with the entries along each axis of ``dims`` in reverse order (torch.flip): a take of n − 1, ..., 0
+    (a slice of step −1 would do, but the CUDA fusion pass misreads its scatter, the gradient)."""
     axes = _distinct_axes(x, dims)
-    if not as_node(x).shape:
+    if 0 in as_node(x).shape or not as_node(x).shape:       # nothing to reverse
         return x
-    return emit("getitem", x, index=tuple(slice(None, None, -1) if a in axes else slice(None)
-                                          for a in range(len(as_node(x).shape))))
+    for axis in axes:
+        x = take(x, np.arange(_concrete("flip", x, axis) - 1, -1, -1), axis)
+    return x
 
 
 def roll(x, shifts, dims=None):
@@ -982,6 +1189,51 @@ def _along(op: str, x, dim, index_):
     return x, index_, axis, False
 
 
+PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def pad(x, pad, mode: str = "constant", value=None):
+    """torch.nn.functional.pad: ``pad`` holds (before, after) widths for the last axis, then the one before it, and
+    so on; a negative width crops. ``"constant"`` fills with ``value`` (0 by default); ``"reflect"`` mirrors
+    about the edge entry (width < n), ``"replicate"`` repeats it, ``"circular"`` wraps round (width ≤ n). These
+    three take any number of axes (torch: the last one to three, with batch axes before) and are a take of
+    source positions, whose gradient accumulates into the positions read more than once."""
+    widths = _int_tuple("pad", "pad", pad)
+    shape = as_node(x).shape
+    if len(widths) % 2 or len(widths) // 2 > len(shape):
+        raise ShapeError(f"pad takes (before, after) pairs for at most the {len(shape)} axes of "
+                         f"{format_shape(shape)}, got {widths} (at {user_source()})")
+    if mode not in PAD_MODES:
+        raise ShapeError(f"pad's mode must be one of {', '.join(PAD_MODES)}, not {mode!r} (at {user_source()})")
+    if mode != "constant" and value is not None:
+        raise ShapeError(f"pad's {mode} mode takes no value (at {user_source()})")
+    for k in range(len(widths) // 2):
+        axis, before, after = len(shape) - 1 - k, widths[2 * k], widths[2 * k + 1]
+        if before or after:
+            x = _pad_axis(x, axis, before, after, mode, 0 if value is None else value)
+    return x
+
+
+def _pad_axis(x, axis, before, after, mode, value):
+    n = _concrete("pad", x, axis)
+    if n + before + after < 0:
+        raise ShapeError(f"pad crops more than the {n} entries of axis {axis}: widths {before}, {after} "
+                         f"(at {user_source()})")
+    limit = {"reflect": n - 1, "circular": n, "replicate": n and math.inf}.get(mode, math.inf)
+    if builtins.max(before, after) > limit:
+        raise ShapeError(f"pad's {mode} mode takes widths of at most {limit} on axis {axis} of length {n}, got "
+                         f"{before}, {after} (at {user_source()})")
+    if mode != "constant":
+        source = np.arange(-before, n + after)
+        source = {"reflect": lambda p: np.where(p < 0, -p, np.where(p >= n, 2 * (n - 1) - p, p)),
+                  "replicate": lambda p: np.clip(p, 0, n - 1), "circular": lambda p: p % n}[mode](source)
+        return take(x, source, axis)
+    shape, dtype = as_node(x).shape, as_node(x).dtype
+    x = index(x, (slice(None),) * axis + (slice(builtins.max(-before, 0), n + builtins.min(after, 0)),))
+    fill = [full(shape[:axis] + (builtins.max(w, 0),) + shape[axis + 1:], value, dtype) for w in (before, after)]
+    return concat([fill[0]] * (before > 0) + [x] + [fill[1]] * (after > 0), axis)
+
+
 def gather(x, dim: int, index):
     """out[i][j][k] = x[i][index[i][j][k]][k] for dim 1 (torch.gather): ``index`` has x's rank and is no longer
     than x on the other axes; the result has its shape. An index outside [0, n) raises ShapeError while tracing
@@ -1077,7 +1329,7 @@ def index_select(x, dim: int, index):
                          f"(at {user_source()})")
     if not as_node(x).shape:
         _axis(x, dim)
-        return reshape(take(reshape(x, (1,)), reshape(index, (-1,))), ())
+        return take(reshape(x, (1,)), index)
     return take(x, reshape(index, (-1,)), dim)
 
 
@@ -1141,10 +1393,49 @@ def _eager(op: str, alternative: str, *arrays):
                            f"(at {user_source()})")
 
 
-def arange(x, axis: int = -1):
-    """0, 1, ..., n − 1 (int64) where n is ``x``'s length along ``axis``, read when the graph runs."""
-    _not_scalar("arange", x)
-    return emit("arange", x, axis=_axis(x, axis))
+def arange(start, end=None, step=1, *, dtype=None, axis=None):
+    """Two forms, told apart by the first argument:
+
+    - numbers, as torch.arange: ``arange(end)``, ``arange(start, end)``, ``arange(start, end, step)`` are
+      start + i·step for i = 0, 1, ... while below ``end`` (above it for a negative step), ⌈(end − start)/step⌉
+      values computed in float64; int64 when every argument is an int, else float32 (or ``dtype``).
+      ``arange(n)`` with a symbolic dimension n (``x.shape[0]``, ``"T"``) is 0, ..., n − 1, n bound at run time.
+    - a tensor ``x``: ``arange(x, axis=-1)`` (the axis may come second) is 0, 1, ..., n − 1 (int64), n the
+      length of ``x`` along ``axis``, read when the graph runs: positions, as models use them."""
+    if _is_number(start) or isinstance(start, str):
+        if axis is not None:
+            raise TracingError(f"arange of numbers takes no axis (at {user_source()})")
+        return _arange_numbers(*((0, start) if end is None else (start, end)), step, dtype)
+    if end is not None and axis is not None or step != 1 or dtype is not None:
+        raise TracingError(f"arange of a tensor takes an axis only, as arange(x, axis) (at {user_source()})")
+    _not_scalar("arange", start)
+    axis = -1 if end is None and axis is None else end if axis is None else axis
+    return emit("arange", start, axis=_axis(start, axis))
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
+def _arange_numbers(start, end, step, dtype):
+    """torch.arange(start, end, step); a symbolic ``end`` from 0 by 1 gives the positions of a tensor that long."""
+    if isinstance(end, str):
+        if start != 0 or step != 1:
+            raise ShapeError(f"arange to a symbolic end {end!r} starts at 0 with step 1 (at {user_source()})")
+        positions = arange(zeros((end,), dtype=np.bool_), 0)
+        return positions if dtype is None else astype(positions, _real_dtype("arange", dtype))
+    _numbers("arange", start=start, end=end, step=step)
+    if step == 0:
+        raise ShapeError(f"arange's step must be non-zero (at {user_source()})")
+    if (end - start) * step < 0:
+        raise ShapeError(f"arange from {start} to {end} never gets there by step {step}: the step's sign must be "
+                         f"the sign of end - start (at {user_source()})")
+    integers = builtins.all(isinstance(v, (int, np.integer)) for v in (start, end, step))
+    count = -(-(int(end) - int(start)) // int(step)) if integers else math.ceil((end - start) / step)
+    dtype = _real_dtype("arange", (np.int64 if integers else np.float32) if dtype is None else dtype)
+    values = int(start) + np.arange(count, dtype=np.int64) * int(step) if integers \
+        else float(start) + np.arange(count, dtype=np.float64) * float(step)
+    return constant(values.astype(dtype))
 
 
 def relative_distance(q, k, max_distance: int):
@@ -1155,9 +1446,21 @@ def relative_distance(q, k, max_distance: int):
     return emit("relative_distance", q, k, max_distance=int(max_distance))
 
 
-def embedding(table, indices):
-    """``table[indices]``: one row of a (vocabulary, features) table per integer index."""
-    return emit("gather", table, indices)
+def embedding(table, indices, padding_idx: int | None = None):
+    """``table[indices]``: one row of a (vocabulary, features) table per integer index (torch's F.embedding, the
+    table first). The rows looked up at ``padding_idx`` (negative: counted from the end) get no gradient, so a
+    padding token's row is never trained: where(indices = p, stop_gradient(rows), rows)."""
+    rows = emit("gather", table, indices)
+    if padding_idx is None:
+        return rows
+    n, dtype = _concrete("embedding", table, 0), as_node(indices).dtype
+    if isinstance(padding_idx, bool) or not isinstance(padding_idx, (int, np.integer)) or not -n <= padding_idx < n:
+        raise ShapeError(f"embedding's padding_idx must be an int in [{-n}, {n - 1}] (a row of the table), got "
+                         f"{padding_idx!r} (at {user_source()})")
+    padding_idx = int(padding_idx) % n
+    if padding_idx > np.iinfo(dtype).max:                   # no index of this dtype reaches it
+        return rows
+    return where(expand_dims(equal(indices, padding_idx), -1), stop_gradient(rows), rows)
 
 
 def matmul(a, b):
@@ -1196,6 +1499,32 @@ def softmax(x, axis: int = -1, mask=None, causal: bool = False):
     Masked entries, and whole rows with nothing allowed, are 0 — never NaN — and get zero gradient.
     ``causal=True`` also forbids key j for query i unless j ≤ i + (Tk − Tq) (bottom-right aligned)."""
     return _last_axis("softmax", x, axis, mask, causal)
+
+
+def softmin(x, axis: int = -1, mask=None, causal: bool = False):
+    """softmax(−x): exp(−xᵢ) / Σⱼ exp(−xⱼ) over the entries ``mask`` allows (torch.nn.functional.softmin)."""
+    return softmax(-x, axis, mask, causal)
+
+
+def normalize(x, p: float = 2.0, axis=1, eps: float = 1e-12):
+    """x / max(‖x‖_p, eps) over ``axis`` (an int or a tuple; 1 by default, as torch.nn.functional.normalize's dim),
+    ‖x‖_p = (Σ|x|ᵖ)^(1/p), the largest |x| for p = inf; p > 0. A zero vector stays zero, with the gradient
+    1/eps of torch (the norm's own gradient there is 0, not 0·∞ = NaN: the root is taken of 1 in its place)."""
+    _numbers("normalize", eps=eps)
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not p > 0:
+        raise ShapeError(f"normalize's p must be a number > 0 (inf for the largest |x|), got {p!r} "
+                         f"(at {user_source()})")
+    if eps < 0:
+        raise ShapeError(f"normalize's eps must be >= 0, got {eps!r} (at {user_source()})")
+    _floating("normalize", x)
+    axes = _axes(x, axis)
+    if p == math.inf:
+        norm = max(abs(x), axes, keepdims=True)
+    else:
+        total = sum(abs(x) ** float(p), axes, keepdims=True)
+        vanished = equal(total, 0)
+        norm = where(vanished, 0.0, where(vanished, 1.0, total) ** (1 / p))
+    return x / maximum(norm, float(eps))
 
 
 def log_softmax(x, axis: int = -1, mask=None, causal: bool = False):
@@ -1275,6 +1604,10 @@ class Tensor:
     sum, mean, max, min, logsumexp, astype, clip = sum, mean, max, min, logsumexp, astype, clip
     prod, any, all, cumsum, cumprod, cummax, cummin = prod, any, all, cumsum, cumprod, cummax, cummin
     exp, log, sqrt, tanh, sigmoid, relu, abs = exp, log, sqrt, tanh, sigmoid, relu, abs
+    flip, roll, repeat, repeat_interleave, chunk, unflatten, diagonal = (flip, roll, repeat, repeat_interleave, chunk,
+                                                                         unflatten, diagonal)
+    gather, scatter, scatter_add, scatter_reduce, index_select, masked_fill = (gather, scatter, scatter_add,
+                                                                               scatter_reduce, index_select, masked_fill)
 
     def reshape(self, *shape):
         return reshape(self, _varargs(shape))

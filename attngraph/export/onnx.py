@@ -531,6 +531,7 @@ CONVERTERS: dict[str, Callable] = {
     "astype": lambda b, node, x, dtype: b.cast(x, dtype),
     "dropout": lambda b, node, x, seed, p, key: b.op("Identity", x),
     "sum": _reduction("ReduceSum"),
+    "prod": _reduction("ReduceProd"),
     "max": _reduction("ReduceMax"),
     "min": _reduction("ReduceMin"),
     "logsumexp": _reduction("ReduceLogSumExp"),
@@ -582,6 +583,9 @@ NO_ONNX_FORM: dict[str, str] = {
     "ring_attention": "attention split over MPI ranks; export the model with scaled_dot_product_attention",
     **dict.fromkeys(("left_shift", "right_shift"), "ONNX's BitShift takes unsigned integers only"),
     "bitcast": f"ONNX's BitCast came in opset 26; attngraph writes opset {OPSET}",
+    "cumprod": "ONNX has no running product (exp of a CumSum of logs is wrong at zeros and negative values)",
+    "logcumsumexp": "ONNX has no running log-sum-exp (a CumSum of exponentials overflows)",
+    "cumarg": "ONNX has no running arg-maximum or arg-minimum (cummax, cummin)",
 }
 """The primitives refused, each with the reason the error gives: every primitive has a converter or a line here
 (tests/test_op_checklist.py)."""
