@@ -39,19 +39,27 @@ class Linear(Module):
 
 class Embedding(Module):
     """A (num_embeddings, dim) table of N(0, std²) rows (std 1 as in PyTorch; GPT-2 uses 0.02) looked up by
-    integer index."""
+    integer index. As torch's, the row ``padding_idx`` (negative: counted from the end) starts at zero and gets
+    no gradient, so training leaves it zero."""
 
-    def __init__(self, num_embeddings: int, dim: int, std: float = 1.0, dtype="float32", rng=None):
+    def __init__(self, num_embeddings: int, dim: int, padding_idx: int | None = None, std: float = 1.0,
+                 dtype="float32", rng=None):
         super().__init__()
         self.num_embeddings, self.dim = sizes(num_embeddings=num_embeddings, dim=dim)
-        self.weight = Parameter(init.normal((self.num_embeddings, self.dim), non_negative("std", std),
-                                            float_dtype("dtype", dtype), rng))
+        self.padding_idx = None if padding_idx is None else integer(
+            "padding_idx", padding_idx, -self.num_embeddings, self.num_embeddings - 1) % self.num_embeddings
+        weight = init.normal((self.num_embeddings, self.dim), non_negative("std", std), float_dtype("dtype", dtype),
+                             rng)
+        if self.padding_idx is not None:
+            weight[self.padding_idx] = 0
+        self.weight = Parameter(weight)
 
     def forward(self, indices):
-        return F.embedding(self.weight, indices)
+        return F.embedding(self.weight, indices, self.padding_idx)
 
     def extra_repr(self) -> str:
-        return f"{self.num_embeddings}, {self.dim}"
+        return f"{self.num_embeddings}, {self.dim}" + ("" if self.padding_idx is None else
+                                                      f", padding_idx={self.padding_idx}")
 
 
 class LayerNorm(Module):
