@@ -81,7 +81,8 @@ STEP_TARGETS = {"torch": 1.0, "jax": 1.0, "torch.compile": 1.2}
 def training_step(name: str, config: dict, loss: Callable, batch: dict[str, np.ndarray], references: dict,
                   rounds: int) -> dict:
     """A training step of the scalar ``loss(**batch)`` of a model's parameters: forward, backward, AdamW
-    (lr 3e-4); against ``references`` (PyTorch eager, torch.compile, JAX's jit). ``gflops``: each side's rate
+    (lr 3e-4); against ``references`` (PyTorch eager, torch.compile, JAX's jit); the config records attngraph's
+    kernel calls per step. ``gflops``: each side's rate
     on the step's FLOPs (attngraph's count of its graph), and ``sgemm_gflops`` the machine's ceiling, NumPy's
     1024³ float32 product."""
     graph = ag.trace(loss, **batch)
@@ -94,8 +95,8 @@ def training_step(name: str, config: dict, loss: Callable, batch: dict[str, np.n
         _, *grads = step(**batch)
         optimizer.step(grads)
 
-    record = versus(name, {**config, "optimizer": "AdamW"}, attngraph_step, references, rounds,
-                    *ratios_at_most(STEP_TARGETS))
+    record = versus(name, {**config, "optimizer": "AdamW", "kernel calls": len(step._steps)}, attngraph_step,
+                    references, rounds, *ratios_at_most(STEP_TARGETS))
     flops = total_flops(gradient)
     record["gflops"] = {side: flops / record[side]["median_s"] / 1e9 for side in ("attngraph", *record["ratio"])}
     record["sgemm_gflops"] = sgemm_gflops()
