@@ -985,7 +985,7 @@ def take(x, indices, axis: int = 0):
     elif idx.dtype.kind == "i":
         indices = where(less(indices, 0), indices + emit("size", x, axes=(axis,), dtype=idx.dtype), indices)
     rest = shape[:axis] + shape[axis + 1:]
-    rows = emit("gather", reshape(moveaxis(x, axis, 0), (dim, -1)), indices)
+    rows = emit("gather", reshape(moveaxis(x, axis, 0), (dim, multiply(*rest))), indices)   # (dim, 0) when empty
     at = range(len(idx.shape))          # the indices' axes, moved in place of ``axis`` (none for a 0-d index)
     return moveaxis(reshape(rows, idx.shape + rest), tuple(at), tuple(a + axis for a in at))
 

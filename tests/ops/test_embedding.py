@@ -1,6 +1,7 @@
 """gather and scatter_add on every device against NumPy indexing and np.add.at (repeated indices summed, on the
 GPU through atomics); an index out of range raises, naming it. ag.embedding's padding_idx as torch's: the row is
-looked up but gets no gradient, a negative one counts from the end, one outside the table is refused."""
+looked up but gets no gradient, a negative one counts from the end, one outside the table is refused. take (a gather
+of rows), flip and pad's take-based modes of size-0 inputs and indices as NumPy's."""
 import re
 
 import numpy as np
@@ -95,3 +96,51 @@ def test_padding_idx_exports_as_the_lookup_it_is():
     session = ort.InferenceSession(to_onnx(graph).SerializeToString(), providers=["CPUExecutionProvider"])
     feeds = {i.name: dict(table=TABLE, tokens=TOKENS)[i.name] for i in session.get_inputs()}
     np.testing.assert_array_equal(session.run(None, feeds)[0], TABLE[TOKENS])
+
+
+EMPTY_TAKES = [((0, 3), np.zeros(0, np.int64), 0), ((2, 0), np.zeros(0, np.int64), 1),   # an empty axis taken
+               ((3, 0), np.array([0, -1]), 0), ((3, 0, 2), np.array([[1], [0]]), 0),      # rows of nothing
+               ((0, 3), np.array([2, -1], np.int32), 1), ((3, 0), np.array(1), 0),
+               ((2, 3), np.zeros(0, np.int64), 1), ((2, 3), np.zeros((2, 0), np.int32), 0)]   # no indices
+
+
+@pytest.mark.parametrize("shape, indices, axis", EMPTY_TAKES, ids=lambda v: str(np.shape(v)) if
+                         isinstance(v, np.ndarray) else str(v).replace(" ", ""))
+@pytest.mark.parametrize("fed", [False, True], ids=["constant", "fed"])
+def test_take_of_size_0_inputs_and_indices_is_numpy_s(device, shape, indices, axis, fed):
+    """np.take's shape (the indices' axes in place of ``axis``) when the input or the indices hold nothing, the
+    indices a constant or fed when the graph runs; the gradient scatters back (zeros where nothing was taken)."""
+    x = np.arange(1.0, 1 + np.prod(shape)).reshape(shape)
+    c = np.arange(np.take(x, indices, axis).size, dtype=np.float64).reshape(np.take(x, indices, axis).shape) + 1
+    feeds = dict(x=x, indices=indices) if fed else dict(x=x)
+    graph = ag.trace(lambda x, indices=indices: ag.sum(ag.take(x, indices, axis) * c), **feeds).grad(wrt=["x"])
+    value, dx = graph.compile(device.name)(**feeds)
+    expected = np.zeros_like(x)
+    np.add.at(np.moveaxis(expected, axis, 0), indices, np.moveaxis(c, tuple(range(axis, axis + indices.ndim)),
+                                                                   tuple(range(indices.ndim))))
+    assert dx.shape == x.shape and value == (np.take(x, indices, axis) * c).sum()
+    np.testing.assert_array_equal(dx, expected)
+    out = ag.trace(lambda x, indices=indices: ag.take(x, indices, axis), **feeds).compile(device.name)(**feeds)
+    assert out.shape == np.take(x, indices, axis).shape
+    np.testing.assert_array_equal(out, np.take(x, indices, axis))
+
+
+def test_take_from_an_empty_axis_is_refused_naming_it(device):
+    x = np.zeros((0, 3))
+    with pytest.raises(ag.ShapeError, match="index 0 is out of bounds for axis 0 with size 0"):
+        ag.trace(lambda x: ag.take(x, np.array([0]), 0), x=x)
+    run = ag.trace(lambda x, i: ag.take(x, i, 0), x=x, i=np.array([0])).compile(device.name)
+    with pytest.raises(ag.BindingError, match="index 0 is out of range for 0 rows"):
+        run(x=x, i=np.array([0]))
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (2, 0), (2, 3, 0)], ids=str)
+def test_flip_and_the_padding_modes_of_tensors_with_an_empty_axis(device, shape):
+    """flip and pad's take-based modes on a tensor holding nothing: NumPy's shapes (np.pad's edge/wrap/reflect)."""
+    x = np.zeros(shape)
+    widths = ((0, 0),) * (len(shape) - 1) + ((1, 2),) if shape[-1] else ((1, 1),) + ((0, 0),) * (len(shape) - 1)
+    flat = tuple(w for pair in reversed(widths) for w in pair)           # torch's order: the last axis first
+    for mode, numpy_mode in [("replicate", "edge"), ("circular", "wrap"), ("reflect", "reflect")]:
+        out = ag.trace(lambda x: ag.pad(x, flat, mode), x=x).compile(device.name)(x=x)
+        assert out.shape == np.pad(x, widths, numpy_mode).shape
+    assert ag.trace(lambda x: ag.flip(x, (0, -1)), x=x).compile(device.name)(x=x).shape == shape
