@@ -1040,14 +1040,12 @@ def _concrete(op: str, x, axis: int) -> int:
 
 
 def flip(x, dims):
-    """``x`` with the entries along each axis of ``dims`` in reverse order (torch.flip): a take of n − 1, ..., 0
-    (a slice of step −1 would do, but the CUDA fusion pass misreads its scatter, the gradient)."""
-    axes = _distinct_axes(x, dims)
-    if 0 in as_node(x).shape or not as_node(x).shape:       # nothing to reverse
+    """``x`` with the entries along each axis of ``dims`` in reverse order (torch.flip): one slice of step −1 on
+    each of them, which fused kernels read in place (symbolic sizes too)."""
+    axes = set(_distinct_axes(x, dims))
+    if not as_node(x).shape:       # nothing to reverse
         return x
-    for axis in axes:
-        x = take(x, np.arange(_concrete("flip", x, axis) - 1, -1, -1), axis)
-    return x
+    return x[tuple(slice(None, None, -1) if axis in axes else slice(None) for axis in range(len(as_node(x).shape)))]
 
 
 def roll(x, shifts, dims=None):
