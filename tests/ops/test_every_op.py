@@ -2,17 +2,20 @@
 every device (CPU and CUDA: the simulator where there is no GPU), and every primitive has a CUDA kernel and an ONNX
 form or a listed refusal.
 
-A table module here (tests/ops/test_*.py) names the ``ag`` functions whose parametrized tests run over the
+A table module (tests/ops/test_*.py, tests/nn/test_*.py) names the ``ag`` functions whose parametrized tests run over the
 ``device`` fixture in a module-level ``COVERS`` set, derived from its tables' keys. tests/core/test_primitives.py's
 ``CASES`` run on both devices too (against NumPy on the CPU, the CPU's values and gradients on CUDA:
 tests/cuda/test_executor.py), and cover the functions each case calls. A function added to ``__all__`` without a
-row fails the first test, which names it."""
+row fails the first test, which names it. The eager functions, whose result's shape depends on the data, run on
+NumPy arrays and never on a device: they are listed in ``EAGER``, and each must refuse a traced tensor."""
 import importlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import attngraph as ag
+from attngraph.errors import TracingError
 from attngraph.core import functional
 from attngraph.core.primitive import REGISTRY
 from ops import _cuda
@@ -20,12 +23,14 @@ from tests.core.test_primitives import CASES
 from tests.test_op_checklist import BACKWARD, WITHOUT_WRAPPER, without_a_kernel, without_an_onnx_form
 
 FUNCTIONS = set(functional.__all__) - {"Tensor"}
+EAGER = {"masked_select": lambda x: ag.masked_select(x, x > 0), "nonzero": ag.nonzero}   # tests/ops/test_indexing.py
 
 
 def tables() -> dict[str, set[str]]:
-    """Each tests/ops module that has a ``COVERS``: its name, and the functions it covers."""
-    modules = (importlib.import_module(f"tests.ops.{path.stem}")
-               for path in sorted(Path(__file__).parent.glob("test_*.py")))
+    """Each tests/ops and tests/nn module that has a ``COVERS``: its name, and the functions it covers."""
+    tests = Path(__file__).parents[1]
+    modules = (importlib.import_module(f"tests.{folder}.{path.stem}")
+               for folder in ("ops", "nn") for path in sorted((tests / folder).glob("test_*.py")))
     return {module.__name__: set(module.COVERS) for module in modules if hasattr(module, "COVERS")}
 
 
@@ -41,9 +46,15 @@ def covered() -> set[str]:
 
 
 def test_every_function_is_in_a_table_run_on_every_device():
-    uncovered = sorted(FUNCTIONS - covered())
+    uncovered = sorted(FUNCTIONS - covered() - set(EAGER))
     assert uncovered == [], (f"{len(uncovered)} functions of attngraph.functional.__all__ are in no case table run on "
                              f"every device: {', '.join(uncovered)}; add rows to a table of tests/ops/ and its COVERS")
+
+
+@pytest.mark.parametrize("name", sorted(EAGER))
+def test_the_eager_functions_refuse_a_traced_tensor(name):
+    with pytest.raises(TracingError, match="depends on the data"):
+        ag.trace(EAGER[name], x=np.ones(3))
 
 
 @pytest.mark.parametrize("module", sorted(tables()))
