@@ -18,10 +18,14 @@ import attngraph as ag
 from attngraph.core.executor import Executable
 from attngraph.core.passes import optimize
 from attngraph.inspect.flops import total_flops
-from attngraph.models import tasks
+from attngraph.models import captions, tasks
+from attngraph.models.elmo import ELMo, bidirectional_loss
 from attngraph.models.gpt import GPT
 from attngraph.models.han import HAN
-from attngraph.models.seq2seq import BahdanauSeq2Seq
+from attngraph.models.lstmn import LSTMNClassifier
+from attngraph.models.pointer import PointerNetwork, pointer_loss
+from attngraph.models.seq2seq import BahdanauSeq2Seq, LuongSeq2Seq
+from attngraph.models.show_attend_tell import ShowAttendTell, objective
 from attngraph.train.optim import AdamW
 
 from . import distributed, gpt, ring
@@ -156,13 +160,13 @@ def model_step(name: str, model, sizes: dict, loss: Callable, batch: dict[str, n
                          rounds)
 
 
-def seq2seq_task() -> tuple:
-    """BahdanauSeq2Seq (bidirectional GRU encoder, additive attention, GRU decoder, tanh readout) on sequence
-    reversal: sources of 1-12 tokens padded to 12 (masked), targets of 13, teacher forcing, cross-entropy over
-    the non-PAD targets: (model, sizes, loss, batch)."""
+def seq2seq_task(factory: type = BahdanauSeq2Seq, **settings) -> tuple:
+    """An encoder-decoder (``factory``, BahdanauSeq2Seq's bidirectional GRU encoder, additive attention, GRU
+    decoder and tanh readout by default) on sequence reversal: sources of 1-12 tokens padded to 12 (masked),
+    targets of 13, teacher forcing, cross-entropy over the non-PAD targets: (model, sizes, loss, batch)."""
     rng = np.random.default_rng(0)
     sizes = dict(vocab=32, embed_dim=32, hidden=64)
-    model = BahdanauSeq2Seq(sizes["vocab"], sizes["vocab"], sizes["embed_dim"], sizes["hidden"], rng=rng)
+    model = factory(sizes["vocab"], sizes["vocab"], sizes["embed_dim"], sizes["hidden"], **settings, rng=rng)
     return model, sizes, partial(tasks.reversal_loss, model), tasks.reversal(rng, 64, 12, sizes["vocab"])
 
 
@@ -188,6 +192,78 @@ def seq2seq_step(rounds: int) -> dict:
 def han_step(rounds: int) -> dict:
     """A training step of ``han_task``."""
     return model_step("han_step", *han_task(), "han", rounds)
+
+
+def lstmn_task() -> tuple:
+    """LSTMNClassifier (an LSTM with intra-attention over its tape of past states) finding a keyword in
+    sentences of 1-12 tokens padded to 12; cross-entropy over 2 classes: (model, sizes, loss, batch)."""
+    rng = np.random.default_rng(0)
+    sizes = dict(vocab=32, embed_dim=32, hidden=64, attention_dim=64, classes=2)
+    model = LSTMNClassifier(**sizes, rng=rng)
+    tokens, labels = tasks.keyword_sequences(rng, 64, 12, sizes["vocab"])
+    return (model, sizes, lambda tokens, labels: ag.cross_entropy(model(tokens), labels),
+            dict(tokens=tokens, labels=labels))
+
+
+def elmo_task() -> tuple:
+    """ELMo's biLM (two 2-layer LSTM language models, forward and backward, width 64) on counting sequences
+    of 12 tokens; the sum of both directions' cross-entropies: (model, sizes, loss, batch)."""
+    rng = np.random.default_rng(0)
+    sizes = dict(vocab=32, dim=64, layers=2)
+    model = ELMo(**sizes, rng=rng)
+    return model, sizes, partial(bidirectional_loss, model), dict(tokens=tasks.counting(rng, 64, 12, sizes["vocab"]))
+
+
+def show_attend_tell_task() -> tuple:
+    """Show, Attend and Tell with soft attention (two convolutions over 24 × 24 pictures, 9 locations, LSTM
+    decoder of width 64) captioning 32 pictures of shapes, captions of 10 words; cross-entropy plus the doubly
+    stochastic penalty: (model, sizes, loss, batch)."""
+    rng = np.random.default_rng(0)
+    sizes = dict(vocab=captions.VOCAB, image_size=24, channels=(16, 32), embed_dim=32, hidden=64, attention_dim=32)
+    model = ShowAttendTell(**sizes, rng=rng)
+    return (model, sizes, lambda images, captions_in, captions_out:
+            objective(model, images, captions_in, captions_out)["loss"],
+            captions.batch(rng, 32, sizes["image_size"]))
+
+
+def pointer_task() -> tuple:
+    """A pointer network (LSTM encoder and decoder of width 64, additive pointer) sorting 10 numbers, teacher
+    forcing; the mean −log p of the true positions: (model, sizes, loss, batch)."""
+    rng = np.random.default_rng(0)
+    sizes = dict(embed_dim=32, hidden=64, attention_dim=64)
+    model = PointerNetwork(**sizes, rng=rng)
+    return model, sizes, partial(pointer_loss, model), tasks.sorting(rng, 64, 10)
+
+
+@case
+def seq2seq_luong_step(rounds: int) -> dict:
+    """A training step of ``seq2seq_task`` with LuongSeq2Seq (GRU encoder, GRU decoder, "general" attention
+    after each step)."""
+    return model_step("seq2seq_luong_step", *seq2seq_task(LuongSeq2Seq, score="general"), "seq2seq_luong", rounds)
+
+
+@case
+def lstmn_step(rounds: int) -> dict:
+    """A training step of ``lstmn_task``."""
+    return model_step("lstmn_step", *lstmn_task(), "lstmn", rounds)
+
+
+@case
+def elmo_step(rounds: int) -> dict:
+    """A training step of ``elmo_task``."""
+    return model_step("elmo_step", *elmo_task(), "elmo", rounds)
+
+
+@case
+def show_attend_tell_step(rounds: int) -> dict:
+    """A training step of ``show_attend_tell_task``."""
+    return model_step("show_attend_tell_step", *show_attend_tell_task(), "show_attend_tell", rounds)
+
+
+@case
+def pointer_step(rounds: int) -> dict:
+    """A training step of ``pointer_task``."""
+    return model_step("pointer_step", *pointer_task(), "pointer", rounds)
 
 
 def fusion_case(name: str, config: dict, loss: Callable, batch: dict[str, np.ndarray], rounds: int) -> dict:

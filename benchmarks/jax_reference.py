@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from attngraph.models.show_attend_tell import PENALTY
 from attngraph.models.tokens import PAD
 
 LAYER_NORM_EPS = 1e-5
@@ -127,22 +128,38 @@ def _gru_cell(p: dict, x, h):
     return (1 - z) * jnp.tanh(x_n + r * h_n) + z * h
 
 
-def _unroll(p: dict, x, mask, reverse: bool):
-    """A GRU cell scanned over x (B, T, in), from the end when ``reverse``; a padded step (mask False) carries
-    the state over and outputs zero. The states (B, T, H) in time order and the final state."""
-    def step(h, inputs):
+def _lstm_cell(p: dict, x, state):
+    """attngraph's LSTMCell (one bias, the input's): i, f, g, o = W x + b + U h, c' = σ(f) ∘ c + σ(i) ∘ tanh(g),
+    h' = σ(o) ∘ tanh(c')."""
+    h, c = state
+    i, f, g, o = jnp.split(_affine(p["input"], x) + _affine(p["hidden"], h), 4, -1)
+    c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
+    return jax.nn.sigmoid(o) * jnp.tanh(c), c
+
+
+def _unroll(cell, p: dict, x, mask=None, reverse: bool = False, state=None):
+    """``cell`` (``_gru_cell``, state h, or ``_lstm_cell``, state (h, c)) scanned over x (B, T, in) from
+    ``state`` (zeros by default), from the end when ``reverse``; with a ``mask`` (B, T), a padded step (False)
+    carries the state over and outputs zero. The outputs h (B, T, H) in time order and the final state."""
+    if state is None:
+        h = jnp.zeros((x.shape[0], p["hidden"]["weight"].shape[0]), x.dtype)
+        state = (h, h) if cell is _lstm_cell else h
+
+    def step(state, inputs):
         x_t, real = inputs
-        h = jnp.where(real[:, None], _gru_cell(p, x_t, h), h)
-        return h, h * real[:, None]
-    h = jnp.zeros((x.shape[0], p["hidden"]["weight"].shape[0]), x.dtype)
-    final, states = jax.lax.scan(step, h, (x.swapaxes(0, 1), mask.T), reverse=reverse)
+        new = cell(p, x_t, state)
+        if real is not None:
+            new = jax.tree.map(lambda n, old: jnp.where(real[:, None], n, old), new, state)
+        h = new[0] if isinstance(new, tuple) else new
+        return new, h if real is None else h * real[:, None]
+    final, states = jax.lax.scan(step, state, (x.swapaxes(0, 1), None if mask is None else mask.T), reverse=reverse)
     return states.swapaxes(0, 1), final
 
 
 def _bidirectional(p: dict, x, mask):
     """attngraph's bidirectional GRU: ([h→_t; h←_t] (B, T, 2H), the final states [h→; h←])."""
-    forward, last = _unroll(p["cell"], x, mask, reverse=False)
-    backward, first = _unroll(p["backward_cell"], x, mask, reverse=True)
+    forward, last = _unroll(_gru_cell, p["cell"], x, mask)
+    backward, first = _unroll(_gru_cell, p["backward_cell"], x, mask, reverse=True)
     return jnp.concatenate([forward, backward], -1), jnp.concatenate([last, first], -1)
 
 
@@ -194,3 +211,134 @@ def han_logits(p: dict, documents):
 
 def han_loss(p: dict, documents, labels):
     return _cross_entropy(han_logits(p, documents), labels)
+
+
+def _last_real(states, mask):
+    """Each row's state at its last real step (padding only at the end of a row): (B, T, H), (B, T) → (B, H)."""
+    return states[jnp.arange(len(states)), mask.sum(1) - 1]
+
+
+def seq2seq_luong_logits(p: dict, src, tgt_in):
+    """attngraph's LuongSeq2Seq (score "general"): the encoder GRU scanned over the masked sources, the decoder
+    GRU, fed only the target embeddings, scanned from its final state; then attention for every step at once,
+    α = softmax(h_t W_a h̄ᵀ) over the real source tokens, logits = W_s tanh(W_c [c_t; h_t])."""
+    mask = src != PAD
+    memory, final = _unroll(_gru_cell, p["encoder"]["cell"], p["src_embed"]["weight"][src], mask)
+    states, _ = _unroll(_gru_cell, p["cell"], p["tgt_embed"]["weight"][tgt_in], state=final)
+    scores = states @ p["attention"]["score"]["weight"] @ memory.swapaxes(1, 2)
+    weights = jax.nn.softmax(jnp.where(mask[:, None], scores, jnp.finfo(scores.dtype).min))
+    return _affine(p["out"], jnp.tanh(_affine(p["attentional"], jnp.concatenate([weights @ memory, states], -1))))
+
+
+def seq2seq_luong_loss(p: dict, src, tgt_in, tgt_out):
+    return _cross_entropy(seq2seq_luong_logits(p, src, tgt_in), tgt_out, ignore_index=PAD)
+
+
+def _lstmn(p: dict, x, mask):
+    """attngraph's LSTMN, scanned with its tape (B, T, ·) in the carry, written at each step: at step t,
+    s = softmax(vᵀ tanh(W_h h_i + b + W_x x_t + W_h̃ h̃_{t−1})) over i < t (none at t = 0: zero summaries),
+    [h̃_t; c̃_t] = Σ_i s_i [h_i; c_i], (h_t, c_t) = LSTMCell(x_t, (h̃_t, c̃_t)). Padding only at the end of a
+    row: a real step attends only to real ones; the output is each row's h at its last real step."""
+    batch, length, _ = x.shape
+    hidden, attention = p["cell"]["hidden"]["weight"].shape[0], p["v"].shape[0]
+
+    def step(carry, inputs):
+        summary, keys, tape = carry
+        t, x_t, query_x = inputs
+        scores = jnp.tanh(keys + (query_x + summary @ p["w_summary"]["weight"])[:, None]) @ p["v"]
+        summary, c_summary = jnp.split(_attend(scores, tape, jnp.arange(length) < t), 2, -1)
+        h, c = _lstm_cell(p["cell"], x_t, (summary, c_summary))
+        return (summary, keys.at[:, t].set(_affine(p["w_h"], h)), tape.at[:, t].set(jnp.concatenate([h, c], -1))), h
+    carry = (jnp.zeros((batch, hidden), x.dtype), jnp.zeros((batch, length, attention), x.dtype),
+             jnp.zeros((batch, length, 2 * hidden), x.dtype))
+    _, states = jax.lax.scan(step, carry, (jnp.arange(length), x.swapaxes(0, 1),
+                                           (x @ p["w_x"]["weight"]).swapaxes(0, 1)))
+    return _last_real(states.swapaxes(0, 1), mask)
+
+
+def lstmn_loss(p: dict, tokens, labels):
+    return _cross_entropy(_affine(p["classifier"], _lstmn(p["lstmn"], p["embed"]["weight"][tokens], tokens != PAD)),
+                          labels)
+
+
+def elmo_logits(p: dict, tokens):
+    """attngraph's ELMo biLM: each direction's LSTM layers scanned over the masked tokens (the backward ones
+    from the end), each reading the one below; one softmax layer."""
+    mask = tokens != PAD
+
+    def language_model(cells: dict, reverse: bool):
+        x = p["embed"]["weight"][tokens]
+        for layer in sorted(cells, key=int):
+            x, _ = _unroll(_lstm_cell, cells[layer], x, mask, reverse)
+        return _affine(p["softmax"], x)
+    return language_model(p["forward_lm"]["cells"], False), language_model(p["backward_lm"]["cells"], True)
+
+
+def elmo_loss(p: dict, tokens):
+    forward_logits, backward_logits = elmo_logits(p, tokens)
+    return (_cross_entropy(forward_logits[:, :-1], tokens[:, 1:], ignore_index=PAD)
+            + _cross_entropy(backward_logits[:, 1:], tokens[:, :-1], ignore_index=PAD))
+
+
+def _conv_relu(p: dict, x):
+    """relu(conv2d(x, W, padding 1) + b), NCHW."""
+    y = jax.lax.conv_general_dilated(x, p["weight"], (1, 1), ((1, 1), (1, 1)),
+                                     dimension_numbers=("NCHW", "OIHW", "NCHW"))
+    return jax.nn.relu(y + p["bias"][:, None, None])
+
+
+def _max_pool(x):
+    """2 × 2 max pooling, stride 2, NCHW."""
+    return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+
+
+def show_attend_tell_logits(p: dict, images, captions_in):
+    """attngraph's soft ShowAttendTell: annotations a = CNN(images) + P, (h_0, c_0) = tanh(f(ā)); each step,
+    scanned, α = softmax(vᵀ tanh(W_a a + b + W_h h)), z = σ(f_β(h)) Σ α a, (h, c) = LSTM([E y; z], (h, c));
+    the deep output L_o tanh(E y + L_h h + L_z z) of all steps at once. Returns logits and α (B, T, L)."""
+    encoder, score = p["encoder"], p["score"]
+    features = _max_pool(_max_pool(_conv_relu(encoder["3"], _max_pool(_conv_relu(encoder["0"], images)))))
+    annotations = features.reshape(*features.shape[:2], -1).swapaxes(1, 2) + p["positions"]["weight"]
+    mean = annotations.mean(1)
+    keys, embedded = _affine(score["w_key"], annotations), p["embed"]["weight"][captions_in]
+
+    def step(state, word):
+        h = state[0]
+        alpha = jax.nn.softmax(jnp.tanh(_affine(score["w_query"], h)[:, None] + keys) @ score["v"])
+        z = jax.nn.sigmoid(_affine(p["gate"], h)) * jnp.einsum("bl,bld->bd", alpha, annotations)
+        state = _lstm_cell(p["cell"], jnp.concatenate([word, z], -1), state)
+        return state, (state[0], z, alpha)
+    state = jnp.tanh(_affine(p["init_h"], mean)), jnp.tanh(_affine(p["init_c"], mean))
+    _, (h, z, alpha) = jax.lax.scan(step, state, embedded.swapaxes(0, 1))
+    h, z, alpha = (v.swapaxes(0, 1) for v in (h, z, alpha))
+    return _affine(p["out"], jnp.tanh(embedded + _affine(p["out_h"], h) + _affine(p["out_z"], z))), alpha
+
+
+def show_attend_tell_loss(p: dict, images, captions_in, captions_out):
+    """The words' mean cross-entropy + λ mean_b Σ_i (1 − Σ_t α_ti)² over the real words (attngraph's soft
+    ``objective``)."""
+    logits, alpha = show_attend_tell_logits(p, images, captions_in)
+    attended = (alpha * (captions_out != PAD)[..., None]).sum(1)
+    return _cross_entropy(logits, captions_out, ignore_index=PAD) + PENALTY * ((1 - attended) ** 2).sum(-1).mean()
+
+
+def pointer_log_p(p: dict, numbers, order):
+    """attngraph's PointerNetwork under teacher forcing: the decoder's inputs (start, then the embedded inputs
+    in the target order) known beforehand, encoder and decoder LSTMs each one scan, every step's pointer
+    u_ij = vᵀ tanh(W1 e_j + b + W2 d_i) one (B, n, n) array; log p over the positions not yet pointed at."""
+    z = _affine(p["embed"], numbers[..., None])
+    states, final = _unroll(_lstm_cell, p["encoder"]["cell"], z)
+    start = jnp.broadcast_to(p["start"], (len(z), 1, z.shape[-1]))
+    decoded, _ = _unroll(_lstm_cell, p["decoder"], jnp.concatenate(
+        [start, jnp.take_along_axis(z, order[:, :-1, None], 1)], 1), state=final)
+    score = p["pointer"]
+    scores = jnp.tanh(_affine(score["w_query"], decoded)[:, :, None] + _affine(score["w_key"], states)[:, None]) \
+        @ score["v"]
+    chosen = jax.nn.one_hot(order, numbers.shape[1], dtype=jnp.int32)
+    pointed = jnp.cumsum(chosen, 1) - chosen > 0
+    return jax.nn.log_softmax(jnp.where(pointed, jnp.finfo(scores.dtype).min, scores))
+
+
+def pointer_loss(p: dict, numbers, order):
+    """The mean over steps and rows of −log p(C_i = order_i)."""
+    return -jnp.take_along_axis(pointer_log_p(p, numbers, order), order[..., None], -1).mean()

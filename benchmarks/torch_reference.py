@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attngraph.models.show_attend_tell import PENALTY
 from attngraph.models.tokens import PAD
 
 
@@ -263,22 +264,227 @@ class HAN(nn.Module):
         return self.classifier(self.sentence_attention(sentence_states, sentence_mask))
 
 
-GRU_CELL_NAMES = {"weight_ih": "input.weight", "bias_ih": "input.bias", "weight_hh": "hidden.weight",
-                  "bias_hh": "hidden.bias"}
+def last_real(states, mask):
+    """Each row's state at its last real step (padding only at the end of a row): (B, T, H), (B, T) → (B, H)."""
+    return states[torch.arange(len(states)), mask.sum(1) - 1]
+
+
+class GeneralScore(nn.Module):
+    """attngraph's GeneralScore: score(q, k) = qᵀ W k, W (query_dim, key_dim)."""
+
+    def __init__(self, query_dim: int, key_dim: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(query_dim, key_dim))
+
+
+class LuongSeq2Seq(nn.Module):
+    """attngraph's LuongSeq2Seq (score "general"): the encoder an ``nn.GRU`` over the packed sources (padding
+    only at the end), the decoder, fed only the target embeddings (no input feeding), one ``nn.GRU`` over all
+    steps from the encoder's final state; then attention for every step at once: α = softmax(h_t W_a h̄ᵀ) over
+    the real source tokens, logits = W_s tanh(W_c [c_t; h_t])."""
+
+    def __init__(self, vocab: int, embed_dim: int, hidden: int):
+        super().__init__()
+        self.src_embed, self.tgt_embed = nn.Embedding(vocab, embed_dim), nn.Embedding(vocab, embed_dim)
+        self.encoder = nn.GRU(embed_dim, hidden, batch_first=True)
+        self.cell = cells(nn.GRU(embed_dim, hidden, batch_first=True), "")
+        self.attention = Attention(GeneralScore(hidden, hidden))
+        self.attentional = nn.Linear(2 * hidden, hidden, bias=False)
+        self.out = nn.Linear(hidden, vocab)
+
+    def forward(self, src, tgt_in):
+        mask = src != PAD
+        packed = nn.utils.rnn.pack_padded_sequence(self.src_embed(src), mask.sum(1), batch_first=True,
+                                                   enforce_sorted=False)
+        memory, final = self.encoder(packed)
+        memory, _ = nn.utils.rnn.pad_packed_sequence(memory, batch_first=True, total_length=src.shape[1])
+        states, _ = self.cell(self.tgt_embed(tgt_in), final)
+        scores = states @ self.attention.score.weight @ memory.transpose(1, 2)
+        weights = torch.softmax(scores.masked_fill(~mask[:, None], torch.finfo(scores.dtype).min), -1)
+        return self.out(torch.tanh(self.attentional(torch.cat([weights @ memory, states], -1))))
+
+
+class LSTMN(nn.Module):
+    """attngraph's LSTMN, an ``nn.LSTMCell`` run on the attention's summaries (h̃_t, c̃_t): at step t ≥ 1,
+    s = softmax(vᵀ tanh(W_h h_i + b + W_x x_t + W_h̃ h̃_{t−1})) over i < t, [h̃_t; c̃_t] = Σ_i s_i [h_i; c_i];
+    at t = 0 the summaries are zero. With padding only at the end of a row, a real step attends only to real
+    ones, so the steps run over the whole batch unmasked and the output is each row's h at its last real step."""
+
+    def __init__(self, input_size: int, hidden_size: int, attention_size: int):
+        super().__init__()
+        self.w_h = nn.Linear(hidden_size, attention_size)
+        self.w_x = nn.Linear(input_size, attention_size, bias=False)
+        self.w_summary = nn.Linear(hidden_size, attention_size, bias=False)
+        self.v = nn.Parameter(torch.empty(attention_size))
+        self.cell = nn.LSTMCell(input_size, hidden_size)
+
+    def forward(self, x, mask):
+        scores_x = self.w_x(x)
+        h, c = self.cell(x[:, 0])
+        summary, keys, tape, states = torch.zeros_like(h), [], [], [h]
+        for t in range(1, x.shape[1]):
+            keys.append(self.w_h(h))
+            tape.append(torch.cat([h, c], -1))
+            query = scores_x[:, t] + self.w_summary(summary)
+            weights = torch.softmax(torch.tanh(torch.stack(keys, 1) + query[:, None]) @ self.v, -1)
+            summary, c_summary = torch.einsum("bi,bih->bh", weights, torch.stack(tape, 1)).split(
+                self.cell.hidden_size, -1)
+            h, c = self.cell(x[:, t], (summary, c_summary))
+            states.append(h)
+        return last_real(torch.stack(states, 1), mask)
+
+
+class LSTMNClassifier(nn.Module):
+    """attngraph's LSTMNClassifier: logits (B, classes) = W h of the LSTMN's last real step."""
+
+    def __init__(self, vocab: int, embed_dim: int, hidden: int, attention_dim: int, classes: int):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, embed_dim)
+        self.lstmn = LSTMN(embed_dim, hidden, attention_dim)
+        self.classifier = nn.Linear(hidden, classes)
+
+    def forward(self, tokens):
+        return self.classifier(self.lstmn(self.embed(tokens), tokens != PAD))
+
+
+def reverse_real(x, mask):
+    """Each row's real steps in reverse order, its padding (at the end) left in place: (B, T, ...) → (B, T, ...);
+    its own inverse."""
+    steps, lengths = torch.arange(x.shape[1]), mask.sum(1, keepdim=True)
+    order = torch.where(steps < lengths, lengths - 1 - steps, steps)
+    return x[torch.arange(len(x))[:, None], order]
+
+
+class ELMo(nn.Module):
+    """attngraph's ELMo biLM: each direction one two-layer ``nn.LSTM``, the backward one over each row's real
+    tokens reversed (padding only at the end); the states zero at padding, as attngraph's; one softmax layer."""
+
+    def __init__(self, vocab: int, dim: int, layers: int):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.forward_lm = nn.LSTM(dim, dim, layers, batch_first=True)
+        self.backward_lm = nn.LSTM(dim, dim, layers, batch_first=True)
+        self.softmax = nn.Linear(dim, vocab)
+
+    def forward(self, tokens):
+        x, mask = self.embed(tokens), (tokens != PAD)[..., None]
+        forward, _ = self.forward_lm(x)
+        backward, _ = self.backward_lm(reverse_real(x, mask[..., 0]))
+        return self.softmax(forward * mask), self.softmax(reverse_real(backward, mask[..., 0]) * mask)
+
+
+class ShowAttendTell(nn.Module):
+    """attngraph's soft ShowAttendTell: a = CNN(image) + P, (h_0, c_0) = tanh(f(ā)); each step, an
+    ``nn.LSTMCell`` fed [E y_{t−1}; z_t], z_t = σ(f_β(h_{t−1})) Σ_i α_ti a_i, α_t = softmax(vᵀ tanh(W_a a_i + b +
+    W_h h_{t−1})); the deep output L_o tanh(E y_{t−1} + L_h h_t + L_z z_t) of all steps at once after the loop.
+    Returns the logits (B, T, V) and α (B, T, L)."""
+
+    def __init__(self, vocab: int, image_size: int, channels: tuple, embed_dim: int, hidden: int,
+                 attention_dim: int):
+        super().__init__()
+        first, features = channels
+        locations = (image_size // 8) ** 2
+        self.encoder = nn.Sequential(nn.Conv2d(3, first, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                     nn.Conv2d(first, features, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                     nn.MaxPool2d(2))
+        self.positions = nn.Embedding(locations, features)
+        self.init_h, self.init_c = nn.Linear(features, hidden), nn.Linear(features, hidden)
+        self.embed = nn.Embedding(vocab, embed_dim)
+        self.score = AdditiveScore(hidden, features, attention_dim)
+        self.gate = nn.Linear(hidden, 1)
+        self.cell = nn.LSTMCell(embed_dim + features, hidden)
+        self.out_h = nn.Linear(hidden, embed_dim)
+        self.out_z = nn.Linear(features, embed_dim, bias=False)
+        self.out = nn.Linear(embed_dim, vocab)
+
+    def forward(self, images, captions_in):
+        annotations = self.encoder(images).flatten(2).transpose(1, 2) + self.positions.weight
+        mean = annotations.mean(1)
+        state = torch.tanh(self.init_h(mean)), torch.tanh(self.init_c(mean))
+        keys, embedded = self.score.w_key(annotations), self.embed(captions_in)
+        hs, zs, alphas = [], [], []
+        for t in range(captions_in.shape[1]):
+            alpha = torch.softmax(self.score(state[0], keys), -1)
+            z = torch.sigmoid(self.gate(state[0])) * torch.einsum("bl,bld->bd", alpha, annotations)
+            state = self.cell(torch.cat([embedded[:, t], z], -1), state)
+            hs.append(state[0])
+            zs.append(z)
+            alphas.append(alpha)
+        logits = self.out(torch.tanh(embedded + self.out_h(torch.stack(hs, 1)) + self.out_z(torch.stack(zs, 1))))
+        return logits, torch.stack(alphas, 1)
+
+
+class PointerNetwork(nn.Module):
+    """attngraph's PointerNetwork under teacher forcing: the decoder's inputs (start, then the embedded inputs
+    in the target order) are known beforehand, so encoder and decoder are each one ``nn.LSTM``, and every
+    step's pointer u_ij = vᵀ tanh(W1 e_j + b + W2 d_i) one (B, n, n) tensor; log p over the positions not yet
+    pointed at."""
+
+    def __init__(self, embed_dim: int, hidden: int, attention_dim: int):
+        super().__init__()
+        self.embed = nn.Linear(1, embed_dim)
+        self.start = nn.Parameter(torch.empty(embed_dim))
+        self.encoder = nn.LSTM(embed_dim, hidden, batch_first=True)
+        self.decoder = cells(nn.LSTM(embed_dim, hidden, batch_first=True), "")
+        self.pointer = AdditiveScore(hidden, hidden, attention_dim)
+
+    def forward(self, numbers, order):
+        z = self.embed(numbers[..., None])
+        states, final = self.encoder(z)
+        rows = torch.arange(len(z))[:, None]
+        inputs = torch.cat([self.start.expand(len(z), 1, -1), z[rows, order[:, :-1]]], 1)
+        decoded, _ = self.decoder(inputs, final)
+        scores = torch.tanh(self.pointer.w_query(decoded)[:, :, None] + self.pointer.w_key(states)[:, None]) \
+            @ self.pointer.v
+        chosen = F.one_hot(order, numbers.shape[1])
+        pointed = (chosen.cumsum(1) - chosen).bool()
+        return torch.log_softmax(scores.masked_fill(pointed, float("-inf")), -1)
+
+
+def cells(module: nn.RNNBase, *names: str) -> nn.RNNBase:
+    """``module`` (an ``nn.GRU`` or ``nn.LSTM``) standing for attngraph's cells ``names``, one per layer (by
+    default "cell" for one layer, "cells.0", "cells.1", … for a stack; "" for the cell the module itself is)."""
+    module.attngraph_cells = names
+    return module
+
+
+CELL_NAMES = {"weight_ih": "input.weight", "bias_ih": "input.bias", "weight_hh": "hidden.weight",
+              "bias_hh": "hidden.bias"}
+RECURRENT = (nn.GRUCell, nn.LSTMCell, nn.GRU, nn.LSTM)
+
+
+def attngraph_name(module: nn.Module, prefix: str, name: str) -> str | None:
+    """attngraph's name of ``module``'s parameter ``name`` (``prefix`` the module's path), or None for the
+    hidden bias of an LSTM, which attngraph's LSTMCell lacks (its one bias is the input's)."""
+    if isinstance(module, (nn.LSTMCell, nn.LSTM)) and name.startswith("bias_hh"):
+        return None
+    if isinstance(module, nn.RNNBase):
+        name, layer = name.rsplit("_l", 1)
+        default = ("cell",) if module.num_layers == 1 else tuple(f"cells.{k}" for k in range(module.num_layers))
+        prefix = ".".join(part for part in (prefix, getattr(module, "attngraph_cells", default)[int(layer)]) if part)
+    return ".".join(part for part in (prefix, CELL_NAMES.get(name, name) if isinstance(module, RECURRENT) else name)
+                    if part)
 
 
 def attngraph_parameters(model: nn.Module):
-    """(attngraph's name, parameter, transposed) for each parameter of a model above: transposed when
-    attngraph stores it as (in, out) where PyTorch has (out, in) (Linear and GRUCell weights)."""
+    """(attngraph's name, parameter, transposed) for each parameter of a model above with a counterpart in
+    attngraph's: transposed when attngraph stores it as (in, out) where PyTorch has (out, in) (Linear and
+    recurrent weights)."""
     for prefix, module in model.named_modules():
         for name, parameter in module.named_parameters(recurse=False):
-            transposed = isinstance(module, (nn.Linear, nn.GRUCell)) and parameter.ndim == 2
-            yield f"{prefix}.{GRU_CELL_NAMES.get(name, name)}", parameter, transposed
+            if parameter.requires_grad:
+                transposed = isinstance(module, (nn.Linear, *RECURRENT)) and parameter.ndim == 2
+                yield attngraph_name(module, prefix, name), parameter, transposed
 
 
 def load(model: nn.Module, state: dict[str, np.ndarray]) -> nn.Module:
-    """``model`` holding the parameters of attngraph's ``state_dict()`` (copies)."""
+    """``model`` holding the parameters of attngraph's ``state_dict()`` (copies); an LSTM's hidden bias,
+    which attngraph's cell lacks, zero and frozen."""
     with torch.no_grad():
+        for prefix, module in model.named_modules():
+            for name, parameter in module.named_parameters(recurse=False):
+                if attngraph_name(module, prefix, name) is None:
+                    parameter.zero_().requires_grad_(False)
         for name, parameter, transposed in attngraph_parameters(model):
             parameter.copy_(torch.from_numpy(state[name].T if transposed else state[name]))
     return model
@@ -289,16 +495,43 @@ def seq2seq_loss(model, src, tgt_in, tgt_out):
     return F.cross_entropy(model(src, tgt_in).flatten(0, 1), tgt_out.flatten(), ignore_index=PAD)
 
 
-def han_loss(model, documents, labels):
-    return F.cross_entropy(model(documents), labels)
+def classification_loss(model, inputs, labels):
+    return F.cross_entropy(model(inputs), labels)
 
 
-REFERENCES = {"seq2seq": (Seq2Seq, seq2seq_loss), "han": (HAN, han_loss)}
+def language_model_loss(logits, targets):
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=PAD)
+
+
+def elmo_loss(model, tokens):
+    """attngraph's ``bidirectional_loss``: each direction's mean cross-entropy of its next (previous) token."""
+    forward_logits, backward_logits = model(tokens)
+    return (language_model_loss(forward_logits[:, :-1], tokens[:, 1:])
+            + language_model_loss(backward_logits[:, 1:], tokens[:, :-1]))
+
+
+def show_attend_tell_loss(model, images, captions_in, captions_out):
+    """attngraph's soft ``objective``: the words' mean cross-entropy + λ mean_b Σ_i (1 − Σ_t α_ti)² over the
+    real words."""
+    logits, alpha = model(images, captions_in)
+    attended = (alpha * (captions_out != PAD)[..., None]).sum(1)
+    return language_model_loss(logits, captions_out) + PENALTY * ((1 - attended) ** 2).sum(-1).mean()
+
+
+def pointer_loss(model, numbers, order):
+    """Teacher forcing: the mean over steps and rows of −log p(C_i = order_i)."""
+    return -model(numbers, order).gather(-1, order[..., None]).mean()
+
+
+REFERENCES = {"seq2seq": (Seq2Seq, seq2seq_loss), "han": (HAN, classification_loss),
+              "seq2seq_luong": (LuongSeq2Seq, seq2seq_loss), "lstmn": (LSTMNClassifier, classification_loss),
+              "elmo": (ELMo, elmo_loss), "show_attend_tell": (ShowAttendTell, show_attend_tell_loss),
+              "pointer": (PointerNetwork, pointer_loss)}
 
 
 def reference(name: str, sizes: dict, state: dict[str, np.ndarray]):
-    """The PyTorch twin of attngraph's model ``name`` ("seq2seq", "han") of ``sizes``, holding the parameters
-    of its ``state_dict()``, and the twin's loss, ``loss(model, *batch)``."""
+    """The PyTorch twin of attngraph's model ``name`` (a key of ``REFERENCES``) of ``sizes``, holding the
+    parameters of its ``state_dict()``, and the twin's loss, ``loss(model, *batch)``."""
     model, loss = REFERENCES[name]
     return load(model(**sizes), state), loss
 

@@ -4,14 +4,21 @@ four programs (attngraph's module and functional forms, nanoGPT in PyTorch, eage
 JAX) from the same weights. Skipped where PyTorch or JAX is not installed (the ``bench`` extra)."""
 import os
 from functools import partial
+from types import MethodType
 
 import numpy as np
 import pytest
 
 import attngraph as ag
 from attngraph.models import tasks
+from attngraph.models import captions
+from attngraph.models.elmo import ELMo, bidirectional_loss
 from attngraph.models.han import HAN
-from attngraph.models.seq2seq import BahdanauSeq2Seq
+from attngraph.models.lstmn import LSTMNClassifier
+from attngraph.models.pointer import PointerNetwork
+from attngraph.models.pointer import pointer_loss as attngraph_pointer_loss
+from attngraph.models.seq2seq import BahdanauSeq2Seq, LuongSeq2Seq
+from attngraph.models.show_attend_tell import ShowAttendTell, objective
 from attngraph.models.tokens import PAD
 
 # XLA's backend optimizations take half of the seconds JAX's side needs here (compiling) and change results
@@ -36,6 +43,49 @@ def han(rng):
     assert (documents[:, :, 0] == PAD).any() and (documents[:, :, -1] == PAD).any()  # empty sentences, short ones
     return (model, HAN_SIZES, lambda documents, labels: ag.cross_entropy(model(documents), labels),
             dict(documents=documents, labels=labels))
+
+
+LSTMN_SIZES = dict(vocab=10, embed_dim=8, hidden=6, attention_dim=5, classes=3)
+ELMO_SIZES = dict(vocab=12, dim=8, layers=2)
+SHOW_ATTEND_TELL = dict(vocab=captions.VOCAB, image_size=24, channels=(4, 8), embed_dim=8, hidden=6, attention_dim=5)
+POINTER = dict(embed_dim=8, hidden=6, attention_dim=5)
+
+
+def seq2seq_luong(rng):
+    model = LuongSeq2Seq(SEQ2SEQ["vocab"], SEQ2SEQ["vocab"], SEQ2SEQ["embed_dim"], SEQ2SEQ["hidden"],
+                         score="general", rng=rng)
+    return model, SEQ2SEQ, partial(tasks.reversal_loss, model), tasks.reversal(rng, 6, 5, SEQ2SEQ["vocab"])
+
+
+def lstmn(rng):
+    model = LSTMNClassifier(**LSTMN_SIZES, rng=rng)
+    tokens, _ = tasks.keyword_sequences(rng, 6, 5, LSTMN_SIZES["vocab"])
+    assert (tokens == PAD).any()
+    return (model, LSTMN_SIZES, lambda tokens, labels: ag.cross_entropy(model(tokens), labels),
+            dict(tokens=tokens, labels=rng.integers(0, LSTMN_SIZES["classes"], len(tokens))))
+
+
+def elmo(rng):
+    model = ELMo(**ELMO_SIZES, rng=rng)
+    tokens = tasks.counting(rng, 6, 6, ELMO_SIZES["vocab"])
+    tokens[1, 4:], tokens[3, 2:] = PAD, PAD                                 # rows of 4 and 2 tokens
+    return model, ELMO_SIZES, partial(bidirectional_loss, model), dict(tokens=tokens)
+
+
+def show_attend_tell(rng):
+    model = ShowAttendTell(**SHOW_ATTEND_TELL, rng=rng)
+    batch = captions.batch(rng, 4, SHOW_ATTEND_TELL["image_size"])
+    assert (batch["captions_out"] == PAD).any()
+    return model, SHOW_ATTEND_TELL, MethodType(soft_loss, model), batch    # bound: parameters named from the model
+
+
+def soft_loss(model, images, captions_in, captions_out):
+    return objective(model, images, captions_in, captions_out)["loss"]
+
+
+def pointer(rng):
+    model = PointerNetwork(**POINTER, rng=rng)
+    return model, POINTER, partial(attngraph_pointer_loss, model), tasks.sorting(rng, 6, 5)
 
 
 def attngraph_loss_and_grads(loss, batch):
@@ -64,7 +114,8 @@ def jax_loss_and_grads(name, model, sizes, arrays):
 
 
 @pytest.mark.parametrize("reference", [torch_loss_and_grads, jax_loss_and_grads], ids=["torch", "jax"])
-@pytest.mark.parametrize("build", [seq2seq, han], ids=["seq2seq", "han"])
+@pytest.mark.parametrize("build", [seq2seq, han, seq2seq_luong, lstmn, elmo, show_attend_tell, pointer],
+                         ids=lambda build: build.__name__)
 def test_reference_matches_attngraph(build, reference):
     model, sizes, loss, batch = build(np.random.default_rng(0))
     expected_value, expected = attngraph_loss_and_grads(loss, batch)
