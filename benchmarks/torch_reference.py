@@ -1,6 +1,7 @@
 """The PyTorch side of the benchmarks: the same computations as attngraph's, written as a PyTorch user would
-(nanoGPT's ``model.py`` for GPT, ``scaled_dot_product_attention``, ``F.layer_norm``, ``nn.GRUCell``,
-``torch.optim.AdamW``). The GRU models (``Seq2Seq``, ``HAN``) bear attngraph's module names and take its parameters
+(nanoGPT's ``model.py`` for GPT, ``scaled_dot_product_attention``, ``F.layer_norm``, ``nn.GRU``/``nn.LSTM`` where
+a model's recurrence allows one sequence call, ``nn.GRUCell``/``nn.LSTMCell`` where a step needs attention first,
+``torch.optim.AdamW``). The recurrent models (``REFERENCES``) bear attngraph's module names and take its parameters
 (``load``). Imported only when PyTorch is installed."""
 from __future__ import annotations
 
