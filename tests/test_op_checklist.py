@@ -62,7 +62,7 @@ def test_every_elementwise_primitive_has_the_scalar_function_that_cuda_and_fusio
 
 def test_every_primitive_is_a_functional_wrapper_a_backward_op_or_listed():
     unreachable = sorted(set(REGISTRY) - set(dir(ag)) - BACKWARD - set(WITHOUT_WRAPPER))
-    assert unreachable == [], "add the op's wrapper to core/functional.py's __all__"
+    assert unreachable == [], "add the op's wrapper to core/tensor.py's __all__ (or its family module's)"
     assert set(WITHOUT_WRAPPER) - {"gather"} <= set(REGISTRY) - set(dir(ag))    # ag.gather is torch.gather's
 
 

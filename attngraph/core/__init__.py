@@ -6,5 +6,5 @@ from .debug import debug
 from .executor import Executable
 from .graph import Graph, Node
 from .parameter import Parameter
-from .functional import Tensor
+from .tensor import Tensor
 from .tracing import Input, no_grad

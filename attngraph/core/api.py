@@ -14,7 +14,7 @@ from .autodiff import gradients
 from . import debug
 from .executor import Executable, compile
 from .graph import Graph, gradient_name
-from .functional import Tensor, as_node
+from .tensor import Tensor, as_node
 from .tracing import Input, add_node, add_output, building
 
 

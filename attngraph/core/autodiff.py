@@ -15,11 +15,11 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import AttnGraphError
-from . import functional as F
+from . import tensor as F
 from .graph import Graph, Node, gradient_name, graph_method, topological_order
 from .passes.cse import same_computations
 from .primitive import lookup
-from .functional import Tensor, as_node, constant
+from .tensor import Tensor, as_node, constant
 from .tracing import add_output, building, gradient_of
 
 

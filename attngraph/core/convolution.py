@@ -13,9 +13,15 @@ import math
 import numpy as np
 
 from ..errors import DTypeError, ShapeError
-from . import functional as F
+from . import tensor as F
 from .dims import format_shape
 from .tracing import user_source
+
+__all__ = [
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "avg_pool1d",
+    "avg_pool2d", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "interpolate",
+    "max_pool1d", "max_pool2d",
+]
 
 
 def _spatial(op: str, name: str, value, minimum: int, rank: int) -> tuple[int, ...]:

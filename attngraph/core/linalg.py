@@ -13,9 +13,11 @@ from __future__ import annotations
 import string
 
 from ..errors import DTypeError, ShapeError
-from . import functional as F
+from . import tensor as F
 from .dims import format_shape, multiply
 from .tracing import user_source
+
+__all__ = ["einsum", "outer", "bmm", "baddbmm"]
 
 LETTERS = set(string.ascii_letters)
 

@@ -11,9 +11,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DTypeError, ShapeError
-from . import functional as F
+from . import tensor as F
 from .dims import broadcast, format_shape
 from .tracing import user_source
+
+__all__ = [
+    "cross_entropy", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cosine_similarity", "pairwise_distance",
+]
 
 REDUCTIONS = ("mean", "sum", "none")
 BCE_EPS = float(np.float32(1e-12))        # torch's floor of x(1 − x) in binary_cross_entropy's gradient, a float

@@ -9,9 +9,11 @@ from math import inf
 import numpy as np
 
 from ..errors import ShapeError
-from . import functional as F
+from . import tensor as F
 from .dims import format_shape, multiply
 from .tracing import user_source
+
+__all__ = ["rms_norm", "group_norm", "batch_norm"]
 
 
 def _eps(op: str, eps) -> float:

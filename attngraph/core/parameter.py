@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .device import backend, backend_of, host
-from .functional import Tensor
+from .tensor import Tensor
 from .graph import FLOAT_DTYPES, Node, unsupported_dtype
 from .tracing import parameter_node
 

@@ -7,10 +7,10 @@ import math
 import numpy as np
 
 from ..errors import DTypeError, ShapeError
-from . import functional as F
+from . import tensor as F
 from . import unfused
 from .dims import broadcast, format_shape
-from .functional import as_node
+from .tensor import as_node
 from .prims.attention import packable
 from .tracing import user_source
 

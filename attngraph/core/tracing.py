@@ -3,7 +3,7 @@
 Every op of the functional API ends in ``add_call(op, inputs, attrs)``, which looks up the primitive, infers the
 output's shape and dtype, and appends the node with the current module scope, the user's source line and the
 gradient context. Python loops therefore unroll. The symbolic values users hold are ``Tensor``s
-(core/functional.py), each wrapping one of these nodes.
+(core/tensor.py), each wrapping one of these nodes.
 """
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ import math
 
 import numpy as np
 
-from . import functional as F
-from .functional import as_node
+from . import tensor as F
+from .tensor import as_node
 
 
 def softmax(x, axis: int = -1, mask=None):

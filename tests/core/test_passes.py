@@ -269,9 +269,11 @@ def test_a_product_contracting_an_axis_of_size_1_becomes_an_exact_multiplication
     np.testing.assert_array_equal(Executable(optimized)(a=a, b=b), Executable(graph)(a=a, b=b))
 
 
-def test_a_weight_used_at_every_time_step_gets_one_product_over_the_stacked_rows(rng):
+@pytest.mark.parametrize("batch", [2, "B"], ids=["concrete", "symbolic"])
+def test_a_weight_used_at_every_time_step_gets_one_product_over_the_stacked_rows(batch, rng):
     """Σₜ hₜᵀ gₜ (a GRU's hidden weight over 5 steps) and Σₜ Σ_rows gₜ (its bias) become one product of the
-    stacked rows and one sum: the same gradients as the per-step products."""
+    stacked rows and one sum: the same gradients as the per-step products. A symbolic batch stacks as (T, B, ·)
+    reshaped to (T·B, ·): concat takes concrete axes only."""
     cell = ag.nn.GRUCell(3, 4, rng=rng).astype("float64")
     xs, h0 = rng.standard_normal((5, 2, 3)), rng.standard_normal((2, 4))
 
@@ -279,9 +281,10 @@ def test_a_weight_used_at_every_time_step_gets_one_product_over_the_stacked_rows
         for t in range(5):
             h = cell(xs[t], h)
         return ag.sum(h ** 2)
-    graph = ag.trace(loss, xs=xs, h=h0).grad()
+    graph = ag.trace(loss, xs=ag.Input((5, batch, 3), "float64"), h=ag.Input((batch, 4), "float64")).grad()
     optimized = passes.optimize(graph, elementwise=False)
     weight_products = [n for n in optimized.topological_order() if n.op == "matmul" and n.attrs.get("transpose_a")]
-    assert sorted(n.inputs[0].shape for n in weight_products) == [(10, 3), (10, 4)]   # 5 steps × 2 rows
+    stacked = [n.inputs[0].shape for n in weight_products] if batch == 2 else [n.inputs[0].op for n in weight_products]
+    assert sorted(stacked) == ([(10, 3), (10, 4)] if batch == 2 else ["reshape", "reshape"])   # 5 steps × 2 rows
     assert ops(optimized)["matmul"] == ops(graph)["matmul"] - 2 * (5 - 1)
     same_results(graph, optimized, xs=xs, h=h0)

@@ -32,7 +32,7 @@ from functools import reduce
 
 import numpy as np
 
-from ..dims import broadcast
+from ..dims import broadcast, multiply
 from ..graph import Graph
 from ..primitive import lookup
 from .rewrite import rewrite
@@ -132,18 +132,34 @@ def _stacked_terms(node, terms: list, copy):
                 and all(len(x.shape) == 2 for x in t.inputs) and t.shape == node.shape]
     row_sums = [t for t in terms if t.op == "sum" and t.attrs["axes"] == (0,) and not t.attrs["keepdims"]
                 and len(t.inputs[0].shape) == 2 and t.shape == node.shape]
-    stacks = [group for group in (products, row_sums) if len(group) > 1]
+    stacks = [group for group in (products, row_sums) if len(group) > 1 and _stackable(group)]
     if not stacks:
         return None
 
     def rows(parts):
-        shape = (sum(x.shape[0] for x in parts),) + parts[0].shape[1:]
-        return copy(node, tuple(parts), op="concat", attrs={"axis": 0}, shape=shape, dtype=parts[0].dtype)
+        """The 2-D parts one above the other: a concatenation, through a new leading axis where the row count is
+        symbolic (a batch "B": concat takes concrete axes only)."""
+        dtype, shape = parts[0].dtype, parts[0].shape
+        if all(isinstance(x.shape[0], int) for x in parts):
+            return copy(node, tuple(parts), op="concat", attrs={"axis": 0}, dtype=dtype,
+                        shape=(sum(x.shape[0] for x in parts),) + shape[1:])
+        raised = tuple(copy(node, (x,), op="reshape", attrs={"shape": (1,) + shape}, shape=(1,) + shape, dtype=dtype)
+                       for x in parts)
+        stacked = copy(node, raised, op="concat", attrs={"axis": 0}, shape=(len(parts),) + shape, dtype=dtype)
+        flat = (multiply(len(parts), shape[0]),) + shape[1:]
+        return copy(node, (stacked,), op="reshape", attrs={"shape": flat}, shape=flat, dtype=dtype)
     kept = [t for t in terms if not any(t in group for group in stacks)]
     for group in stacks:
         operands = tuple(rows([t.inputs[i] for t in group]) for i in range(len(group[0].inputs)))
         kept.append(copy(group[0], operands))
     return reduce(lambda a, b: copy(node, (a, b)), kept)
+
+
+def _stackable(group) -> bool:
+    """Whether the terms' operands stack by rows: concrete row counts, or the same shapes (a symbolic batch)."""
+    operands = list(zip(*(t.inputs for t in group)))
+    return all(isinstance(x.shape[0], int) for xs in operands for x in xs) or \
+        all(len({x.shape for x in xs}) == 1 for xs in operands)
 
 
 def _contracted(matmul, a):

@@ -30,7 +30,7 @@ from math import prod
 
 from ops.shapes import LAYOUTS, extras, lengths, scores_shape
 
-from .. import functional as F
+from .. import tensor as F
 from ..dims import broadcast, format_shape
 from ..primitive import define, first_order_only
 from ._infer import require_float, same_dtype

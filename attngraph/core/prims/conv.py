@@ -18,7 +18,7 @@ import numpy as np
 from ops import shapes
 
 from ...errors import AttnGraphError
-from .. import functional as F
+from .. import tensor as F
 from ..dims import format_shape
 from ..primitive import define
 from ._infer import require_float, same_dtype

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 
-from .. import functional as F
+from .. import tensor as F
 from ..primitive import define, per_element
 from ..dims import broadcast
 from ._infer import comparison, elementwise, float_elementwise, logical, require_float, same_dtype

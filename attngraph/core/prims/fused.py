@@ -12,7 +12,7 @@ differentiates that.
 """
 import numpy as np
 
-from .. import functional as F
+from .. import tensor as F
 from ..primitive import define, lookup
 from .movement import sliced_shape
 

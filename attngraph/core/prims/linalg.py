@@ -6,7 +6,7 @@ compiler's fusion pass does, absorbing ``transpose`` nodes that would otherwise 
 from math import prod
 
 
-from .. import functional as F
+from .. import tensor as F
 from ..dims import broadcast, format_shape
 from ..primitive import define
 from ._infer import require_float, same_dtype

@@ -9,7 +9,7 @@ from math import inf, prod
 import numpy as np
 
 
-from .. import functional as F
+from .. import tensor as F
 from ..dims import broadcast, format_shape
 from ..primitive import define, first_order_only, per_element
 from ._infer import require_float, same_dtype

@@ -7,7 +7,7 @@ from math import prod
 import numpy as np
 
 
-from .. import functional as F
+from .. import tensor as F
 from ..primitive import define
 from ._infer import require_float
 
