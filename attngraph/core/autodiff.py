@@ -32,7 +32,8 @@ def gradients(y, wrt: Sequence) -> list[Tensor]:
                              "reduce it first, e.g. with ag.sum or ag.mean")
     order = _between(wrt, y)
     on_path = set(order)
-    same = {node: twin for node, twin in same_computations(order).items() if not {node, twin} & set(wrt)}
+    targets = set(wrt)          # a gradient asked for takes only its own node's paths: never merged
+    same = {node: twin for node, twin in same_computations(order).items() if not {node, twin} & targets}
     pending: dict[Node, list[Tensor]] = {y: [constant(np.ones((), y.dtype))]}
     totals: dict[Node, Tensor] = {}
     for node in reversed(order):
