@@ -36,6 +36,7 @@ class _TraceState(threading.local):
         self.parameter_names: dict[int, str] = {}
         self.module_names: dict[int, str] = {}
         self.updates: dict[int, tuple] = {}         # buffer id: (buffer, the node of its new value)
+        self.lift = None        # while tracing a loop's body (core/loops.py): an outer node -> the body's input for it
 
 
 STATE = _TraceState()
@@ -77,8 +78,8 @@ def building(graph: Graph, parameters: dict[int, Node] | None = None, root=None)
     parameter objects (by id) to nodes already in the graph; ``root`` is the module being traced, whose
     attribute paths name the scopes and parameters."""
     saved = (STATE.graph, STATE.scopes, STATE.call_path, STATE.parameters, STATE.grad_of, STATE.parameter_names,
-             STATE.module_names, STATE.updates)
-    STATE.graph, STATE.scopes, STATE.call_path, STATE.grad_of, STATE.updates = graph, [], (), None, {}
+             STATE.module_names, STATE.updates, STATE.lift)
+    STATE.graph, STATE.scopes, STATE.call_path, STATE.grad_of, STATE.updates, STATE.lift = graph, [], (), None, {}, None
     STATE.parameters = {} if parameters is None else parameters
     STATE.parameter_names = {id(p): name for name, p in _named_state(root)} if root is not None else {}
     STATE.module_names = {id(m): name for name, m in root.named_modules()} if root is not None else {}
@@ -90,7 +91,7 @@ def building(graph: Graph, parameters: dict[int, Node] | None = None, root=None)
                      value=buffer)
     finally:
         (STATE.graph, STATE.scopes, STATE.call_path, STATE.parameters, STATE.grad_of, STATE.parameter_names,
-         STATE.module_names, STATE.updates) = saved
+         STATE.module_names, STATE.updates, STATE.lift) = saved
 
 
 UPDATE_PREFIX = "update:"       # the outputs holding a buffer's new value, which each run writes back
@@ -211,17 +212,28 @@ def add_node(op: str, inputs=(), attrs=None, shape=(), dtype="float32", **fields
     """Append a node to the current graph with the current scope, source line and gradient context; an input
     that is not the graph's own (a tensor kept from another trace) is a TracingError at the user's line."""
     graph = current_graph()
-    for node in inputs:
-        if node.id >= len(graph.nodes) or graph.nodes[node.id] is not node:
-            raise TracingError(f"{op} at {user_source()} takes {node.describe()}, a tensor of another trace (kept "
-                               "from an earlier ag.trace or value_and_grad): pass its value in as an input, or "
-                               "compute it inside this trace")
+    inputs = [node if owns(graph, node) else _foreign(op, node) for node in inputs]
     fields.setdefault("scope", STATE.scopes[-1] if STATE.scopes else "")
     fields.setdefault("source", user_source())
     fields.setdefault("stop_gradient", STATE.no_grad > 0)
     fields.setdefault("grad_of", STATE.grad_of)
     fields.setdefault("calls", STATE.grad_of.calls if STATE.grad_of is not None else STATE.call_path)
     return graph.add(op, inputs, attrs or {}, shape, dtype, **fields)
+
+
+def owns(graph: Graph, node: Node) -> bool:
+    return node.id < len(graph.nodes) and graph.nodes[node.id] is node
+
+
+def _foreign(op: str, node: Node) -> Node:
+    """The node standing for ``node`` of another graph: inside a loop's body, the body's input that the enclosing
+    trace's tensor becomes (``STATE.lift``); anywhere else a TracingError at the user's line."""
+    lifted = STATE.lift(node) if STATE.lift is not None else None
+    if lifted is None:
+        raise TracingError(f"{op} at {user_source()} takes {node.describe()}, a tensor of another trace (kept "
+                           "from an earlier ag.trace or value_and_grad): pass its value in as an input, or "
+                           "compute it inside this trace")
+    return lifted
 
 
 def add_call(op: str, inputs: list[Node], attrs: dict) -> Node:

@@ -1,9 +1,8 @@
-"""Recurrent layers: GRU and LSTM cells, and encoders that unroll them over time in the graph.
+"""Recurrent layers: GRU and LSTM cells, and encoders that run them over time in the graph.
 
 A cell maps one step's input x (B, in) and its state to the next state; the GRU's state is h (B, H), the
-LSTM's the pair (h, c). ``Recurrent`` runs a cell over a sequence (B, T, in) — a Python loop, so the
-graph holds T copies of the cell and T must be concrete when tracing: ``ag.Input(("B", 12, 32))``; the
-batch may stay symbolic. A padding mask (B, T), True at real steps, makes padded steps keep the previous
+LSTM's the pair (h, c). ``Recurrent`` runs a cell over a sequence (B, T, in) as one ``scan`` node
+(core/loops.py) whose body is the cell's step, so T may stay symbolic, as the batch. A padding mask (B, T), True at real steps, makes padded steps keep the previous
 state, so any sequence ends in the state of its last real step.
 
 A cell is ``step(project(x), state)``: the input's projection depends on no state, so ``Recurrent`` computes
@@ -16,7 +15,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import functional as F
-from ..errors import ShapeError
 from .checks import flag, module, sizes
 from .layers import Linear
 from .module import Module
@@ -151,31 +149,29 @@ class Recurrent(Module):
         return self.backward_cell is not None
 
     def forward(self, x, mask=None):
-        length = x.shape[1]
-        if isinstance(length, str):
-            raise ShapeError(f"a recurrent layer unrolls over time and needs a concrete length, not {length!r}: "
-                             "trace with e.g. ag.Input(('B', 12, dim))")
-        states, final = self.unroll(self.cell, x, mask, range(length))
+        states, final = self.unroll(self.cell, x, mask, reverse=False)
         if self.backward_cell is None:
             return states, final
-        backward_states, backward_final = self.unroll(self.backward_cell, x, mask, reversed(range(length)))
+        backward_states, backward_final = self.unroll(self.backward_cell, x, mask, reverse=True)
         return join_features(states, backward_states), map_state(join_features, final, backward_final)
 
     @staticmethod
-    def unroll(cell: Module, x, mask, steps) -> tuple:
-        """Apply ``cell`` at each time step in ``steps`` order, its input projected for all steps at once; the
-        outputs are stacked in time order."""
-        state, projected = cell.initial_state(x), cell.project(x)
-        outputs = {}
-        for t in steps:
-            new = cell.step(projected[:, t], state)
-            if mask is None:
-                state, outputs[t] = new, hidden(new)
-            else:
-                real = F.expand_dims(mask[:, t], -1)
-                state = map_state(lambda n, old: F.where(real, n, old), new, state)
-                outputs[t] = F.where(real, hidden(state), 0.0)
-        return F.stack([outputs[t] for t in sorted(outputs)], axis=1), state
+    def unroll(cell: Module, x, mask, reverse: bool) -> tuple:
+        """Apply ``cell`` at each time step, from the last to the first when ``reverse``, its input projected for
+        all steps at once; one ``scan`` node whose body is the cell's step, the outputs stacked in time order."""
+        def step(state, inputs):
+            projected, real = inputs if mask is not None else (inputs, None)
+            new = cell.step(projected, state)
+            if real is None:
+                return new, hidden(new)
+            real = F.expand_dims(real, -1)
+            state = map_state(lambda n, old: F.where(real, n, old), new, state)
+            return state, F.where(real, hidden(state), 0.0)
+
+        projected = cell.project(x)
+        final, states = F.scan(step, cell.initial_state(x), projected if mask is None else (projected, mask),
+                               reverse=reverse)
+        return states, final
 
     def extra_repr(self) -> str:
         return f"bidirectional={self.bidirectional}"

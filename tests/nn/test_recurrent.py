@@ -108,6 +108,16 @@ def test_gradients_through_a_masked_bidirectional_encoder(rng):
     gradcheck_parameters(loss, encoder, x, mask).raise_if_failed()
 
 
-def test_a_symbolic_length_is_refused_with_advice():
-    with pytest.raises(ag.ShapeError, match="concrete length"):
-        ag.trace(GRU(IN, HIDDEN), x=ag.Input(("B", "T", IN)))
+def test_one_graph_runs_any_length(rng):
+    """The time loop is one scan node: T stays symbolic, and each length gives the loop's values."""
+    encoder = GRU(IN, HIDDEN, rng=rng)
+    run = ag.trace(encoder, x=ag.Input(("B", "T", IN))).compile()
+    assert sum(n.op == "scan" for n in run.graph.nodes) == 1
+    for length in (1, 3, 7):
+        x = rng.standard_normal((2, length, IN)).astype(np.float32)
+        states, final = run(x=x)
+        h = np.zeros((2, HIDDEN), np.float32)
+        for t in range(length):
+            h = ag.trace(encoder.cell, x=x[:, t], h=h).compile()(x=x[:, t], h=h)
+            np.testing.assert_allclose(states[:, t], h, rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(final, states[:, -1])

@@ -1,0 +1,224 @@
+"""``ag.scan``: a loop over time traced as one ``scan`` node (core/prims/recurrence.py) instead of unrolled.
+
+    final, ys = ag.scan(step, init, xs)          step(carry, x_t) -> (carry, y_t)
+
+``init`` is the carry: a tensor (B, …) or a tuple of them (an LSTM's (h, c)); ``xs`` a sequence (B, T, …) or a tuple of
+them, read one time step x_t = x[:, t] at a time (a tuple of steps for a tuple); ``y_t`` a tensor, a tuple of them, or
+None. ``ys`` holds the y_t stacked on axis 1 (B, T, …) and ``final`` the carry after the last step. ``reverse=True``
+runs t from T−1 down to 0 (ys stay in time order). As in JAX, the step reads any tensor of the enclosing trace and any
+parameter (they become the loop's constants) and is traced once, so T may be symbolic.
+
+The carry and the y_t share one floating dtype and have concrete sizes past the batch: a step's carry and outputs are
+packed into one row per example, (B, C + …), the scan's output, and unpacked outside. A y_t that is a part of the new
+carry (a GRU's h) is read from the carry, not stored twice. Work in the step that depends on neither the carry nor
+x_t (an attention's projection of the encoder's memory) is hoisted out of the loop: computed once, before it.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..errors import ShapeError, TracingError
+from . import tensor as F
+from .dims import format_shape
+from .graph import Graph, Node
+from .prims.recurrence import ROWS, Body, rows_as
+from .tracing import STATE, current_graph, owns, parameter_node, user_source
+
+__all__ = ["scan"]
+
+
+def scan(step: Callable, init, xs, reverse: bool = False):
+    """``final, ys`` of ``step`` run over the time axis (1) of ``xs`` from ``init`` (see the module docstring)."""
+    carry_leaves, carry_tree = _leaves("init", init)
+    x_leaves, x_tree = _leaves("xs", xs)
+    if not x_leaves:
+        raise ShapeError(f"scan needs at least one sequence in xs (at {user_source()})")
+    batch, dtype = carry_leaves[0].shape[0] if carry_leaves[0].shape else None, carry_leaves[0].dtype
+    for what, leaves, rank in (("init", carry_leaves, 1), ("xs", x_leaves, 2)):
+        for leaf in leaves:
+            if len(leaf.shape) < rank or leaf.shape[0] != batch:
+                raise ShapeError(f"scan's {what} must be {'(B, …)' if rank == 1 else '(B, T, …)'} of one batch B; "
+                                 f"got {format_shape(leaf.shape)} beside {format_shape(carry_leaves[0].shape)} "
+                                 f"(at {user_source()})")
+    if len({x.shape[1] for x in x_leaves}) != 1:
+        raise ShapeError(f"scan's sequences must have one length: {', '.join(format_shape(x.shape) for x in x_leaves)}"
+                         f" (at {user_source()})")
+    carry_shapes = [_row_shape("the carry", leaf, dtype) for leaf in carry_leaves]
+    layout = {}
+
+    def packed(carry, *x_t):
+        parts, start = [], 0
+        for shape in carry_shapes:
+            size = int(np.prod(shape))
+            parts.append(F.reshape(F.index(carry, (slice(None), slice(start, start + size))), (ROWS, *shape)))
+            start += size
+        new, y = step(carry_tree(parts), x_tree(list(x_t)))
+        new_leaves, _ = _leaves("the step's new carry", new)
+        if [(n.shape[1:], n.dtype) for n in new_leaves] != [(s, dtype) for s in carry_shapes]:
+            raise ShapeError(f"scan's step must return a carry like init ({_describe(carry_shapes, dtype)}), got "
+                             f"{', '.join(f'{format_shape(n.shape)} {n.dtype}' for n in new_leaves)}")
+        y_leaves, layout["ys"] = _leaves("the step's output", y) if y is not None else ([], None)
+        columns, pieces = _columns(new_leaves, y_leaves, dtype)
+        layout["columns"] = columns
+        return F.concat([F.reshape(F.Tensor(p), (ROWS, -1)) for p in pieces], axis=1)
+
+    body, consts = trace_body(packed, (sum(int(np.prod(s)) for s in carry_shapes),), dtype,
+                              [(x.shape[2:], x.dtype) for x in x_leaves], batch=batch)
+    flat_init = F.concat([F.reshape(F.Tensor(leaf), (batch, -1)) for leaf in carry_leaves], axis=1)
+    out = F.emit("scan", flat_init, *map(F.Tensor, x_leaves), *consts, body=body, reverse=bool(reverse))
+    length = x_leaves[0].shape[1]
+    last = out[:, 0] if reverse else out[:, -1]
+    finals = [F.reshape(F.index(last, (slice(None), slice(a, b))), (batch, *shape))
+              for (a, b), shape in zip(layout["columns"][:len(carry_shapes)], carry_shapes)]
+    ys = [F.reshape(F.index(out, (slice(None), slice(None), slice(a, b))), (batch, length, *shape))
+          for (a, b), shape in layout["columns"][len(carry_shapes):]]
+    return carry_tree(finals), (layout["ys"](ys) if layout["ys"] is not None else None)
+
+
+def _leaves(what: str, tree) -> tuple[list[Node], Callable]:
+    """The nodes of a tensor or a tuple/list of tensors, and the function rebuilding that structure from a list."""
+    if isinstance(tree, (tuple, list)):
+        nodes = [F.as_node(x) for x in tree]
+        return nodes, (lambda items: tuple(F.Tensor(x) if isinstance(x, Node) else x for x in items))
+    if tree is None:
+        raise TracingError(f"scan's {what} is None; give a tensor or a tuple of tensors")
+    return [F.as_node(tree)], (lambda items: F.Tensor(items[0]) if isinstance(items[0], Node) else items[0])
+
+
+def _row_shape(what: str, node: Node, dtype) -> tuple:
+    shape = node.shape[1:]
+    if any(isinstance(d, str) for d in shape) or node.dtype != dtype or dtype.kind != "f":
+        raise ShapeError(f"{what} of a scan is packed into one row per example: its parts must share one floating "
+                         f"dtype and have concrete sizes past the batch, got {format_shape(node.shape)} {node.dtype} "
+                         f"(at {user_source()})")
+    return shape
+
+
+def _describe(shapes, dtype) -> str:
+    return ", ".join(f"{format_shape((ROWS, *s))} {dtype}" for s in shapes)
+
+
+def _columns(carry: list[Node], ys: list[Node], dtype) -> tuple[list, list[Node]]:
+    """Where each carry part and y_t lies in the packed row, (start, stop) and the shape past the batch for the y_t,
+    and the nodes to pack: a y_t that is a carry part is read from the carry's columns."""
+    columns, pieces, start, where = [], [], 0, {}
+    for node in carry:
+        size = int(np.prod(node.shape[1:]))
+        where.setdefault(node, (start, start + size))
+        columns.append((start, start + size))
+        pieces.append(node)
+        start += size
+    for node in ys:
+        shape = _row_shape("an output of the step", node, dtype)
+        if node not in where:
+            size = int(np.prod(shape))
+            where[node] = (start, start + size)
+            pieces.append(node)
+            start += size
+        columns.append((where[node], shape))
+    return columns, pieces
+
+
+@contextmanager
+def _tracing_into(graph: Graph, lift: Callable):
+    """Emit into ``graph``, keeping the enclosing trace's scopes and names; tensors of the enclosing trace become
+    inputs of ``graph`` through ``lift``, parameters become parameter nodes of ``graph`` (made constants after)."""
+    saved = STATE.graph, STATE.parameters, STATE.grad_of, STATE.lift
+    STATE.graph, STATE.parameters, STATE.grad_of, STATE.lift = graph, {}, None, lift
+    try:
+        yield
+    finally:
+        STATE.graph, STATE.parameters, STATE.grad_of, STATE.lift = saved
+
+
+def trace_body(step: Callable, carry: tuple, dtype, slices: Sequence[tuple], known: Sequence[tuple] = (),
+               batched: Sequence[bool] = (), batch=None) -> Body | tuple[Body, list]:
+    """``step(carry, *slices, *known)`` traced into a ``Body``. ``carry`` is the carry's shape past the batch and
+    ``slices`` (shape past the batch, dtype) of one step of each sequence.
+
+    With ``known`` constants ((shape, dtype) each, ``batched`` ones (B, …) becoming (rows, …)), the Body alone is
+    returned, its constants those, in order. Without, its constants are what the step reads of the enclosing trace (a
+    tensor of ``batch`` rows computed from an input is batched) and its parameters, the work on them alone hoisted
+    out of the loop, and (Body, their tensors in the enclosing trace) is returned."""
+    graph, outer = Graph(), current_graph()
+    carry_node = graph.add("input", (), {}, (ROWS, *carry), dtype, name="carry")
+    slice_nodes = [graph.add("input", (), {}, (ROWS, *shape), dt, name=f"x{i}") for i, (shape, dt) in enumerate(slices)]
+    given = [graph.add("input", (), {}, (ROWS, *shape[1:]) if flag else shape, dt, name=f"k{j}")
+             for j, ((shape, dt), flag) in enumerate(zip(known, batched))]
+    sources: dict[Node, object] = {}        # a body input or parameter node -> the outer node or Parameter it stands for
+    enclosing = STATE.lift
+
+    def lift(node: Node) -> Node | None:
+        if not owns(outer, node):
+            node = enclosing(node) if enclosing is not None else None
+            if node is None:
+                return None
+        lifted = next((n for n, s in sources.items() if s is node), None)
+        if lifted is None:
+            flag = batch is not None and node.shape[:1] == (batch,) and _from_inputs(node)
+            lifted = graph.add("input", (), {}, (ROWS, *node.shape[1:]) if flag else node.shape, node.dtype,
+                               name=f"l{len(sources)}", scope=node.scope)
+            sources[lifted] = node
+        return lifted
+
+    with _tracing_into(graph, lift):
+        out = F.as_node(step(*map(F.Tensor, [carry_node, *slice_nodes, *given])))
+    if len(out.shape) != 2 or out.shape[0] != ROWS or out.shape[1] < carry[0]:
+        raise TracingError(f"a scan's step must return rows (B, ≥ {carry[0]}), got {out.describe()}")
+    sources.update((node, node.value) for node in graph.nodes if node.op == "parameter")
+    varying = {carry_node, *slice_nodes}
+    for node in graph.nodes:
+        if node.kind == "call" and (known or any(x in varying for x in node.inputs)):
+            varying.add(node)
+    if out not in varying:
+        raise TracingError("a scan's step returned something that depends on neither the carry nor the time step")
+    consts = given or list(dict.fromkeys(x for n in graph.nodes if n in varying and n.kind == "call"
+                                         for x in n.inputs if x not in varying and x.op != "constant"))
+    body = Body(_rebuilt(graph, out, [carry_node, *slice_nodes], consts, varying), len(slices),
+                batched if known else tuple(c.shape[:1] == (ROWS,) for c in consts))
+    return body if known else (body, _outer_values(graph, consts, sources, batch))
+
+
+def _from_inputs(node: Node) -> bool:
+    """Whether ``node`` is computed from an input of its graph (so that its rows are examples of the batch)."""
+    from .graph import topological_order
+    return any(n.op == "input" for n in topological_order([node]))
+
+
+def _rebuilt(graph: Graph, out: Node, inputs: list[Node], consts: list[Node], varying: set) -> Graph:
+    """The body's graph: inputs ``carry``, ``x0`` …, then ``c0`` … for ``consts``, and the ``varying`` work."""
+    body, env = Graph(), {}
+    for node, name in zip(inputs + consts, ["carry", *(f"x{i}" for i in range(len(inputs) - 1)),
+                                             *(f"c{j}" for j in range(len(consts)))]):
+        env[node] = body.add("input", (), {}, node.shape, node.dtype, name=name, scope=node.scope)
+    for node in graph.nodes:
+        if node in env:
+            continue
+        if node.op == "constant":
+            env[node] = body.add("constant", (), {}, node.shape, node.dtype, value=node.value, scope=node.scope,
+                                 stop_gradient=True)
+        elif node in varying and node.kind == "call":
+            env[node] = body.add(node.op, [env[x] for x in node.inputs], dict(node.attrs), node.shape, node.dtype,
+                                 scope=node.scope, name=node.name, source=node.source,
+                                 stop_gradient=node.stop_gradient, calls=node.calls)
+    body.add("output", (env[out],), {}, out.shape, out.dtype, name="out", stop_gradient=True)
+    return body
+
+
+def _outer_values(graph: Graph, consts: list[Node], sources: dict, batch) -> list[F.Tensor]:
+    """The tensors of the enclosing trace the constants stand for: a source's, or the invariant work on sources
+    emitted there (``rows`` become the enclosing batch)."""
+    env = {}
+    for node in graph.nodes:
+        if node in sources:
+            source = sources[node]
+            env[node] = F.Tensor(source) if isinstance(source, Node) else F.Tensor(parameter_node(source))
+        elif node.op == "constant":
+            env[node] = F.constant(node.value)
+        elif node.kind == "call" and all(x in env for x in node.inputs):
+            attrs = {k: rows_as(v, batch) if k == "shape" else v for k, v in node.attrs.items()}
+            env[node] = F.emit(node.op, *(env[x] for x in node.inputs), **attrs)
+    return [env[c] for c in consts]
