@@ -32,7 +32,6 @@ import numpy as np
 
 from ..core import functional as F
 from ..core.tracing import Input
-from ..errors import ShapeError
 from ..nn import Embedding, Linear, LSTMCell, Module, ModuleList, Recurrent
 from ..nn.checks import flag, integer
 from . import tasks
@@ -42,8 +41,9 @@ from .tokens import PAD, padding_mask, vocabulary
 
 class DirectionalLM(Module):
     """layers = DirectionalLM(dim, layers, backward)(x, mask): a stack of LSTMs over x (B, T, dim) reading left to
-    right, or right to left when ``backward``; each layer reads the one below. Returns each layer's states
-    (B, T, dim), zero at padded steps (``mask`` (B, T), True at real tokens; see ``nn.Recurrent``)."""
+    right, or right to left when ``backward``; each layer reads the one below, one ``scan`` per layer, so T may be
+    symbolic. Returns each layer's states (B, T, dim), zero at padded steps (``mask`` (B, T), True at real tokens;
+    see ``nn.Recurrent``)."""
 
     def __init__(self, dim: int, layers: int, backward: bool, rng=None):
         super().__init__()
@@ -51,14 +51,9 @@ class DirectionalLM(Module):
         self.cells = ModuleList(LSTMCell(dim, dim, rng) for _ in range(layers))
 
     def forward(self, x, mask):
-        length = x.shape[1]
-        if isinstance(length, str):
-            raise ShapeError(f"ELMo's LSTMs unroll over time and need a concrete length, not {length!r}: "
-                             "trace with e.g. ag.Input(('B', 12), 'int64')")
-        steps = range(length)[::-1] if self.backward else range(length)
         states = []
         for cell in self.cells:
-            x, _ = Recurrent.unroll(cell, x, mask, steps)
+            x, _ = Recurrent.unroll(cell, x, mask, reverse=self.backward)
             states.append(x)
         return states
 
@@ -69,7 +64,7 @@ class DirectionalLM(Module):
 class ELMo(Module):
     """forward_logits, backward_logits = ELMo(vocab, dim, layers)(tokens): the biLM of the module docstring.
 
-    tokens (B, T), T concrete, ``PAD`` (0) only at the end of a row. ``forward_logits[:, k]`` (B, T, vocab)
+    tokens (B, T), ``PAD`` (0) only at the end of a row. ``forward_logits[:, k]`` (B, T, vocab)
     predicts tokens[:, k + 1] from tokens[:, :k + 1]; ``backward_logits[:, k]`` predicts tokens[:, k − 1]
     from tokens[:, k:]. ``representations(tokens)`` gives the L + 1 layers (B, T, 2·dim) to mix."""
 

@@ -114,3 +114,14 @@ def test_a_downstream_heads_gradients_reach_its_mix_and_not_the_frozen_bilm(rng)
     _, *grads = loss.grad().compile()(tokens=tokens, tags=tokens % 2)
     moved = {name for name, g in zip(loss.parameters, grads) if np.any(g != 0)}
     assert moved == {"mix.weights", "mix.gamma", "out.weight", "out.bias"}
+
+
+def test_a_symbolic_length_gives_the_logits_of_a_concrete_one(rng):
+    model = models.get("elmo", tiny=True)
+    tokens = rng.integers(4, 12, (2, 8))
+    graph = ag.trace(model, tokens=ag.Input(("B", "T"), "int64"))
+    assert sum(node.op == "scan" for node in graph.nodes) == 2 * model.layers
+    for got, expected in zip(graph.compile()(tokens=tokens), logits(model, tokens)):
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+    for got, expected in zip(graph.compile()(tokens=tokens[:, :5]), logits(model, tokens[:, :5])):
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
