@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import ShapeError, TracingError
 from . import tensor as F
-from .dims import format_shape
+from .dims import divide, format_shape, multiply, symbols
 from .graph import Graph, Node
 from .prims.recurrence import ROWS, Body, rows_as
 from .tracing import STATE, current_graph, owns, parameter_node, user_source
@@ -122,8 +122,41 @@ def _columns(carry: list[Node], ys: list[Node], dtype) -> tuple[list, list[Node]
     return columns, pieces
 
 
+class Lifting:
+    """While a body is traced: each tensor of the enclosing trace it reads becomes one of its inputs (``lift``; a
+    tensor of ``batch`` rows computed from an input is batched: its rows become ``rows``), and a shape read from such
+    a tensor names the batch ``rows`` too (``rows``), so that the step's code may mix them."""
+
+    def __init__(self, outer: Graph, graph: Graph, batch, enclosing: "Lifting | None"):
+        self.outer, self.graph, self.batch, self.enclosing = outer, graph, batch, enclosing
+        self.sources: dict[Node, Node] = {}         # a body input -> the enclosing trace's node it stands for
+
+    def lift(self, node: Node) -> Node | None:
+        if not owns(self.outer, node):
+            node = self.enclosing.lift(node) if self.enclosing is not None else None
+            if node is None:
+                return None
+        lifted = next((n for n, source in self.sources.items() if source is node), None)
+        if lifted is None:
+            batched = self.batch is not None and node.shape[:1] == (self.batch,) and _from_inputs(node)
+            lifted = self.graph.add("input", (), {}, (ROWS, *node.shape[1:]) if batched else node.shape, node.dtype,
+                                    name=f"l{len(self.sources)}", scope=node.scope)
+            self.sources[lifted] = node
+        return lifted
+
+    def rows(self, shape) -> tuple:
+        """``shape`` with the enclosing batch as ``rows``: a symbolic batch wherever it is a factor, a concrete one as
+        the first dimension."""
+        if isinstance(self.batch, str):
+            return tuple(multiply(divide(d, self.batch), ROWS) if isinstance(d, str) and self.batch in symbols(d)
+                         else d for d in shape)
+        if self.batch is not None and shape and shape[0] == self.batch:
+            return (ROWS, *shape[1:])
+        return tuple(shape)
+
+
 @contextmanager
-def _tracing_into(graph: Graph, lift: Callable):
+def _tracing_into(graph: Graph, lift: Lifting):
     """Emit into ``graph``, keeping the enclosing trace's scopes and names; tensors of the enclosing trace become
     inputs of ``graph`` through ``lift``, parameters become parameter nodes of ``graph`` (made constants after)."""
     saved = STATE.graph, STATE.parameters, STATE.grad_of, STATE.lift
@@ -148,27 +181,12 @@ def trace_body(step: Callable, carry: tuple, dtype, slices: Sequence[tuple], kno
     slice_nodes = [graph.add("input", (), {}, (ROWS, *shape), dt, name=f"x{i}") for i, (shape, dt) in enumerate(slices)]
     given = [graph.add("input", (), {}, (ROWS, *shape[1:]) if flag else shape, dt, name=f"k{j}")
              for j, ((shape, dt), flag) in enumerate(zip(known, batched))]
-    sources: dict[Node, object] = {}        # a body input or parameter node -> the outer node or Parameter it stands for
-    enclosing = STATE.lift
-
-    def lift(node: Node) -> Node | None:
-        if not owns(outer, node):
-            node = enclosing(node) if enclosing is not None else None
-            if node is None:
-                return None
-        lifted = next((n for n, s in sources.items() if s is node), None)
-        if lifted is None:
-            flag = batch is not None and node.shape[:1] == (batch,) and _from_inputs(node)
-            lifted = graph.add("input", (), {}, (ROWS, *node.shape[1:]) if flag else node.shape, node.dtype,
-                               name=f"l{len(sources)}", scope=node.scope)
-            sources[lifted] = node
-        return lifted
-
-    with _tracing_into(graph, lift):
+    lifting = Lifting(outer, graph, batch, STATE.lift)
+    with _tracing_into(graph, lifting):
         out = F.as_node(step(*map(F.Tensor, [carry_node, *slice_nodes, *given])))
     if len(out.shape) != 2 or out.shape[0] != ROWS or out.shape[1] < carry[0]:
         raise TracingError(f"a scan's step must return rows (B, ≥ {carry[0]}), got {out.describe()}")
-    sources.update((node, node.value) for node in graph.nodes if node.op == "parameter")
+    sources = {**lifting.sources, **{node: node.value for node in graph.nodes if node.op == "parameter"}}
     varying = {carry_node, *slice_nodes}
     for node in graph.nodes:
         if node.kind == "call" and (known or any(x in varying for x in node.inputs)):

@@ -36,7 +36,7 @@ class _TraceState(threading.local):
         self.parameter_names: dict[int, str] = {}
         self.module_names: dict[int, str] = {}
         self.updates: dict[int, tuple] = {}         # buffer id: (buffer, the node of its new value)
-        self.lift = None        # while tracing a loop's body (core/loops.py): an outer node -> the body's input for it
+        self.lift = None        # while tracing a loop's body: core/loops.py's Lifting of the enclosing trace's tensors
 
 
 STATE = _TraceState()
@@ -228,7 +228,7 @@ def owns(graph: Graph, node: Node) -> bool:
 def _foreign(op: str, node: Node) -> Node:
     """The node standing for ``node`` of another graph: inside a loop's body, the body's input that the enclosing
     trace's tensor becomes (``STATE.lift``); anywhere else a TracingError at the user's line."""
-    lifted = STATE.lift(node) if STATE.lift is not None else None
+    lifted = STATE.lift.lift(node) if STATE.lift is not None else None
     if lifted is None:
         raise TracingError(f"{op} at {user_source()} takes {node.describe()}, a tensor of another trace (kept "
                            "from an earlier ag.trace or value_and_grad): pass its value in as an input, or "
@@ -240,6 +240,10 @@ def add_call(op: str, inputs: list[Node], attrs: dict) -> Node:
     """Append a call of primitive ``op`` on ``inputs``, its shape and dtype inferred; a shape rule's ValueError or
     TypeError becomes a ShapeError or DTypeError naming the op, the scope and the user's source line."""
     prim = lookup(op)
+    graph = current_graph()
+    inputs = [node if owns(graph, node) else _foreign(op, node) for node in inputs]
+    if STATE.lift is not None and "shape" in attrs:         # a shape read from the enclosing trace's tensors
+        attrs = {**attrs, "shape": STATE.lift.rows(attrs["shape"])}
     try:
         shape, dtype = prim.infer(*inputs, **attrs)
     except (ValueError, TypeError) as e:

@@ -110,7 +110,7 @@ fused = Fused()
 @functools.cache
 def _compiled(program: tuple, reads: tuple, dtypes: tuple, rank: int):
     """The program's loop nest over an output of ``rank`` axes, loaded from the file its source is kept in."""
-    module = _load(_module_source(program, reads, dtypes, rank))
+    module = load_source(_module_source(program, reads, dtypes, rank))
     if rank == 0:
         return njit(cache=True, error_model="numpy")(module.kernel)
     return parallel_kernel(error_model="numpy")(module.kernel)
@@ -149,7 +149,7 @@ def _definitions_digest() -> str:
                           ).hexdigest()[:16]
 
 
-def _load(source: str):
+def load_source(source: str):
     """Import ``source`` from the file named by its hash in the kernel folder (written if new, atomically)."""
     name = "attngraph_fused_" + hashlib.sha256(source.encode()).hexdigest()[:20]
     path = _folder() / f"{name}.py"

@@ -176,11 +176,9 @@ def scan_vjp(g, y, init, *inputs, body: Body, reverse: bool):
     flat_consts = [flat(F.broadcast_to(F.expand_dims(c, 1), (c.shape[0], length, *c.shape[1:]))) if batched else c
                    for c, batched in zip(consts, body.batched)]
     out = inline(body, previous, flat_seqs, flat_consts)
-    wanted = [x for x in [*flat_seqs, *flat_consts] if x.dtype.kind == "f"]
+    wanted = [x for x in [*seqs, *consts] if x.dtype.kind == "f"]
     grads = dict(zip(map(F.as_node, wanted), gradients(F.sum(out * total), wanted)))
-    d_seqs = [F.reshape(grads[F.as_node(x)], s.shape) if x.dtype.kind == "f" else None
-              for x, s in zip(flat_seqs, seqs)]
-    return (d_init, *d_seqs, *(grads.get(F.as_node(c)) for c in flat_consts))
+    return (d_init, *(grads.get(F.as_node(x)) for x in [*seqs, *consts]))
 
 
 def flat(x):
@@ -188,9 +186,20 @@ def flat(x):
     return F.reshape(x, (-1, *F.as_node(x).shape[2:]))
 
 
+def step_bindings(body: Body, init, *inputs) -> dict[str, int]:
+    """The body's symbolic dimensions for a scan of these concrete input shapes: ``rows`` is the batch B, any other
+    (the length S of a memory read whole) is read from the input that holds it; one held by none counts as 1."""
+    one_step = [init, *((x[0], *x[2:]) for x in inputs[:body.sequences]), *inputs[body.sequences:]]
+    bindings = dict.fromkeys({s for n in body.graph.nodes for d in n.shape for s in symbols(d)}, 1)
+    for name, shape in zip(body.names, one_step):
+        bindings.update((d, size) for d, size in zip(body.graph.inputs[name].shape, shape)
+                        if isinstance(d, str) and d.isidentifier())
+    return bindings
+
+
 def scan_flops(out, init, *inputs, body: Body, reverse: bool):
     """The body's FLOPs for a batch of B, times T."""
-    bindings = {ROWS: out[0]}
+    bindings = step_bindings(body, init, *inputs)
     step = sum(lookup(n.op).flops(resolve_shape(n.shape, bindings),
                                   *(resolve_shape(x.shape, bindings) for x in n.inputs), **n.attrs)
                for n in body.graph.nodes if n.kind == "call")
