@@ -229,11 +229,12 @@ class Graph:
         return g
 
     def with_outputs(self, extra: dict[str, Node]) -> "Graph":
-        """A copy of this graph that also outputs the given nodes (e.g. attention weights to plot)."""
-        result, mapping = self.copy()
+        """A copy of this graph that also outputs the given nodes of it (e.g. attention weights to plot), those that
+        feed none of its outputs included."""
+        result, mapping = self.copy([*self.outputs, *extra.values()])
         for name, node in extra.items():
             if node not in mapping:
-                raise KeyError(f"{node.describe()} is not part of this graph's computation")
+                raise KeyError(f"{node.describe()} is not a node of this graph")
             result.add("output", (mapping[node],), {}, node.shape, node.dtype, name=name, stop_gradient=True)
         return result
 

@@ -159,3 +159,21 @@ def test_tracing_a_bound_method_names_parameters_by_their_path():
 
     graph = ag.trace(Model().encode, tokens=ag.Input((2,), "int64"))
     assert list(graph.parameters) == ["src_embed.weight"]
+
+
+def test_with_outputs_reads_back_a_node_that_feeds_no_output(rng):
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    kept = {}
+
+    def f(x):
+        kept["unused"] = ag.exp(x).node
+        return x * 2.0
+
+    graph = ag.trace(f, x=x)
+    doubled, unused = graph.with_outputs({"unused": kept["unused"]}).compile()(x=x)
+    np.testing.assert_allclose(doubled, 2 * x)
+    np.testing.assert_allclose(unused, np.exp(x), rtol=1e-6)
+    other = ag.trace(lambda x: x + 1.0, x=x)
+    with pytest.raises(KeyError, match="not a node of this graph"):
+        graph.with_outputs({"foreign": other.outputs[0].inputs[0]})
+    assert len(graph.compile()._steps) == 1                 # the unused exp is not run by the graph itself
