@@ -159,7 +159,6 @@ def scan_rule(init, *inputs, body: Body, reverse: bool):
 def scan_vjp(g, y, init, *inputs, body: Body, reverse: bool):
     """∂/∂(init, sequences, constants) of Σ g ∘ y (see the module docstring)."""
     from ..autodiff import gradients
-    from ..tracing import no_grad
     seqs, consts = inputs[:body.sequences], inputs[body.sequences:]
     size = body.carry_size
     carries = F.index(y, (slice(None), slice(None), slice(0, size)))
@@ -170,15 +169,16 @@ def scan_vjp(g, y, init, *inputs, body: Body, reverse: bool):
     later = F.concat([zero, sent[:, :-1]] if reverse else [sent[:, 1:], zero], axis=1)               # c_{t+1}
     d_init = sent[:, -1] if reverse else sent[:, 0]
     length = F.as_node(y).shape[1]
-    with no_grad():             # carry_{t−1} and a_t are given here, not functions of what is differentiated
-        previous, total = flat(previous), flat(with_carry(g, later))
-    flat_seqs = [flat(x) for x in seqs]
+    # each input's partial derivative alone: taken at a node of its own, which neither another input (a constant
+    # computed from a sequence or from another constant) nor carry_{t−1} and a_t (computed from y) depend on
+    alone = [F.emit("reshape", x, shape=F.as_node(x).shape) for x in inputs]
+    flat_seqs = [flat(x) for x in alone[:body.sequences]]
     flat_consts = [flat(F.broadcast_to(F.expand_dims(c, 1), (c.shape[0], length, *c.shape[1:]))) if batched else c
-                   for c, batched in zip(consts, body.batched)]
-    out = inline(body, previous, flat_seqs, flat_consts)
-    wanted = [x for x in [*seqs, *consts] if x.dtype.kind == "f"]
-    grads = dict(zip(map(F.as_node, wanted), gradients(F.sum(out * total), wanted)))
-    return (d_init, *(grads.get(F.as_node(x)) for x in [*seqs, *consts]))
+                   for c, batched in zip(alone[body.sequences:], body.batched)]
+    out = inline(body, flat(previous), flat_seqs, flat_consts)
+    wanted = [x for x in alone if x.dtype.kind == "f"]
+    grads = dict(zip(map(F.as_node, wanted), gradients(F.sum(out * flat(with_carry(g, later))), wanted)))
+    return (d_init, *(grads.get(F.as_node(x)) for x in alone))
 
 
 def flat(x):
