@@ -6,7 +6,7 @@ per output matrix); an elementwise op counts the operations of the short polynom
 output element (1 for ``add``, 6 for ``tanh``, 10 for ``erf``); a reduction counts 1 per input element; the
 fused kernels (attention flash-style, softmax, layer norm, cross-entropy) count what their composition would,
 over the whole Tq × Tk matrix even when causal; a ``fused`` node counts the ops it runs; data movement and
-integer work count 0.
+integer work count 0; a ``scan`` counts its body's ops × its T steps (``loop_flops`` lists them).
 
 Symbolic dimensions must be bound to count: ``binding(graph, B=32, T=128)``. A symbol left unbound counts
 as 1, and every report says which binding it used.
@@ -16,9 +16,10 @@ from __future__ import annotations
 from math import prod
 from numbers import Integral
 
-from ..core.dims import resolve_shape, symbols
+from ..core.dims import resolve, resolve_shape, symbols
 from ..core.graph import Graph, Node
 from ..core.primitive import lookup
+from ..core.prims.recurrence import step_bindings
 from ..errors import AttnGraphError, BindingError
 
 
@@ -47,6 +48,14 @@ def node_flops(node: Node, bindings: dict[str, int]) -> int:
         return 0
     shapes = [resolve_shape(x.shape, bindings) for x in node.inputs]
     return int(lookup(node.op).flops(resolve_shape(node.shape, bindings), *shapes, **node.attrs))
+
+
+def loop_flops(node: Node, bindings: dict[str, int]) -> dict[Node, int]:
+    """A ``scan`` node's FLOPs op by op of its body, each over the T steps: they add up to ``node_flops(node)``."""
+    body = node.attrs["body"]
+    inner = step_bindings(body, *(resolve_shape(x.shape, bindings) for x in node.inputs))
+    steps = resolve(node.shape[1], bindings)
+    return {n: steps * node_flops(n, inner) for n in body.graph.nodes if n.kind == "call"}
 
 
 def node_bytes(node: Node, bindings: dict[str, int]) -> int:

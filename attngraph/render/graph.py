@@ -17,7 +17,14 @@ Options, shared by all three entry points:
   a training step's outputs can be passed as they are);
 - ``direction="down" | "right"``: the data flows top to bottom (default) or left to right, which suits a deep
   model on a wide screen; ``dpi``: the resolution of a .png (graphviz's default is 96);
+- ``bodies=True``: each ``scan`` (a time loop as one node, core/prims/recurrence.py) is drawn with its body, the
+  step's graph, in a cluster beside its box (dashed edges: the loop feeding the step its carry and x_t, the step's
+  row going back); a body's inputs say what feeds them (``= cell.hidden.weight``);
 - any other keyword binds a symbolic dimension (``T=128``) for FLOPs and edge widths; unbound ones are 1.
+
+A ``scan`` is one box: ``scan ×T``, the number of its body's ops and the modules its body calls, its FLOPs (the
+body's × T) and ``reversed: t = T−1 … 0`` when it runs backwards; its tooltip counts the body's ops. Its body is a
+graph of its own, drawable as any: ``render_graph(node.attrs["body"].graph, "step.svg")``.
 
 A fused node (the compiler's, in a graph from ``core.passes.optimize``) shows its ops as one formula of its
 inputs ``[0]``, ``[1]``, …, and lists them with their source lines in its tooltip; ``core.passes.unfuse``
@@ -40,10 +47,11 @@ import numpy as np
 from ..core.dims import resolve_shape
 from ..core.graph import Graph, Node, gradient_target, graph_method, is_gradient_output
 from ..core.prims.fused import formula
+from ..core.prims.recurrence import step_bindings
 from ..errors import RenderError
 from ..inspect.calls import Call, is_backward, is_within, short_name
 from ..inspect.flops import binding, describe_binding, format_count, node_flops
-from ..inspect.summary import shape_text, summary
+from ..inspect.summary import dims_text, shape_text, summary
 from . import style
 from .picture import BUDGET, Box, Edge, Picture, picture
 
@@ -115,7 +123,7 @@ def _layout(source: str, fmt: str, what: str) -> bytes:
 
 def to_dot(graph: Graph, view: str = "forward", depth: int | None = None, roll: bool | None = None, budget: int = BUDGET,
            parameter_nodes: bool = False, gradients: dict | None = None, direction: str = "down",
-           dpi: int | None = None, **sizes) -> graphviz.Digraph:
+           dpi: int | None = None, bodies: bool = False, **sizes) -> graphviz.Digraph:
     """The DOT description of ``graph`` (see the module's docstring for the options)."""
     if direction not in DIRECTIONS:
         raise RenderError(f"direction must be one of {', '.join(map(repr, DIRECTIONS))}, got {direction!r}")
@@ -124,24 +132,25 @@ def to_dot(graph: Graph, view: str = "forward", depth: int | None = None, roll: 
     pic = picture(graph, view, depth, roll, budget, parameter_nodes)
     bindings = binding(graph, **sizes)
     norms = {gradient_target(name): float(np.linalg.norm(g)) for name, g in (gradients or {}).items()}
-    draw = _Drawing(pic, list(graph.parameters.values()), bindings, norms)
+    draw = _Drawing(pic, list(graph.parameters.values()), bindings, norms, bodies=bodies)
     layout = {"rankdir": DIRECTIONS[direction], **({"dpi": str(dpi)} if dpi else {})}
     dot = graphviz.Digraph("attngraph", graph_attr=dict(style.GRAPH, label=_footer(graph, view, bindings, pic), **layout),
                            node_attr=style.NODE, edge_attr=style.EDGE)
     draw.cluster(dot, ())
-    for e in pic.edges:
-        if not _crosses(e):
-            dot.edge(e.tail.id, e.head.id, label=draw.edge_label(e), penwidth=style.edge_width(draw.size(e.value)),
-                     **style.edge_style(_is_backward(e.head)))
+    draw.edges(dot)
     dot.node("legend", draw.legend(), shape="plaintext", margin="0")
     return dot
 
 
 class _Drawing:
-    """Labels and tooltips of one picture."""
+    """Labels and tooltips of one picture; a scan's body drawn in the picture of its graph is another, its ids
+    prefixed with the scan box's (``n11_n8``), its inputs labelled with what ``feeds`` them."""
 
-    def __init__(self, pic: Picture, parameters: list[Node], bindings: dict[str, int], norms: dict[str, float]):
+    def __init__(self, pic: Picture, parameters: list[Node], bindings: dict[str, int], norms: dict[str, float],
+                 bodies: bool = False, prefix: str = "", feeds: dict[Node, str] | None = None):
         self.pic, self.parameters, self.bindings, self.norms = pic, parameters, bindings, norms
+        self.bodies, self.prefix, self.feeds = bodies, prefix, feeds or {}
+        self.inner: list[_Drawing] = []        # the bodies drawn
         self.children: dict[tuple, list[tuple]] = {}
         for path in pic.clusters:
             self.children.setdefault(path[:-1], []).append(path)
@@ -157,18 +166,67 @@ class _Drawing:
     def size(self, node: Node) -> int:
         return math.prod(resolve_shape(node.shape, self.bindings))
 
+    def id(self, box: Box) -> str:
+        return self.prefix + box.id
+
     def cluster(self, parent: graphviz.Digraph, path: tuple[Call, ...]) -> None:
         for box in self.boxes.get(path, []):
-            kind = "module" if box.module else box.node.kind
-            parent.node(box.id, self.label(box), tooltip=_escape(self.tooltip(box)),
-                        **style.node_style(kind, box.node.op, _is_backward(box)))
+            if self.bodies and not box.module and box.node.op == "scan":
+                self.body(parent, box)
+            else:
+                self.box(parent, box)
         for child in self.children.get(path, []):
             call = child[-1]
-            name = f"cluster_{'grad_' if call.backward else ''}{call.scope}" + (f"#{call.index}" if call.index else "")
+            name = f"cluster_{self.prefix}{'grad_' if call.backward else ''}{call.scope}" + (
+                f"#{call.index}" if call.index else "")
             with parent.subgraph(name=_plain(name)) as sub:
                 sub.attr(label=_plain(self.title(call)), tooltip=_plain(call.scope), labelloc="t",
                          **(style.BACKWARD_CLUSTER if call.backward else style.CLUSTER))
                 self.cluster(sub, child)
+
+    def box(self, parent: graphviz.Digraph, box: Box) -> None:
+        kind = "module" if box.module else box.node.kind
+        parent.node(self.id(box), self.label(box), tooltip=_escape(self.tooltip(box)),
+                    **style.node_style(kind, box.node.op, _is_backward(box)))
+
+    def edges(self, parent: graphviz.Digraph) -> None:
+        for e in self.pic.edges:
+            if not _crosses(e):
+                parent.edge(self.id(e.tail), self.id(e.head), label=self.edge_label(e),
+                            penwidth=style.edge_width(self.size(e.value)), **style.edge_style(_is_backward(e.head)))
+
+    def body(self, parent: graphviz.Digraph, box: Box) -> None:
+        """A scan's box in a cluster with the picture of its body; dashed edges from the box to the body's carry
+        and x_t, and from its output row back."""
+        node, body = box.node, box.node.attrs["body"]
+        feeds = {body.graph.inputs[name]: "init, then the previous step's carry" if name == "carry" else
+                 _source_name(x) + ("[:, t]" if name.startswith("x") else "")
+                 for name, x in zip(body.names, node.inputs)}
+        shapes = [resolve_shape(x.shape, self.bindings) for x in node.inputs]
+        inner = _Drawing(picture(body.graph), [], step_bindings(body, *shapes), {}, self.bodies,
+                         f"{self.id(box)}_", feeds)
+        self.inner.append(inner)
+        with parent.subgraph(name=f"cluster_body_{self.id(box)}") as sub:
+            sub.attr(label=_plain(f"{node.label} {scan_title(node)}: its body, one step"), **style.BODY_CLUSTER)
+            self.box(sub, box)
+            inner.cluster(sub, ())
+            inner.edges(sub)
+            drawn = {n: b for b in inner.pic.boxes for n in b.nodes}
+            for name in body.names[:1 + body.sequences]:
+                if body.graph.inputs[name] in drawn:
+                    sub.edge(self.id(box), inner.id(drawn[body.graph.inputs[name]]), **style.BODY_EDGE)
+            sub.edge(inner.id(drawn[body.graph.outputs[0]]), self.id(box), label="row t", constraint="false",
+                     **style.BODY_EDGE)
+
+    def scan_rows(self, node: Node) -> list[str]:
+        """A scan's box: its body's ops and the modules they belong to, its FLOPs and direction."""
+        ops = [n for n in node.attrs["body"].graph.nodes if n.kind == "call"]
+        modules = list(dict.fromkeys(_module_called(node.scope, n.scope) for n in ops if n.scope != node.scope))
+        length = node.shape[1]
+        last = length - 1 if isinstance(length, int) else f"{length}−1"
+        return [_small(f"body: {len(ops)} ops" + (_listed(", calls ", modules) if modules else "")),
+                _small(format_count(node_flops(node, self.bindings), "FLOPs")
+                       + (f", reversed: t = {last} … 0" if node.attrs["reverse"] else ""))]
 
     def title(self, call: Call) -> str:
         """The call's name inside its parent's cluster: ``attn``, ``layers.0``, ``∇ norm1``, ``cell (call 3
@@ -190,8 +248,14 @@ class _Drawing:
             return self.module_label(box)
         node = box.node
         title = {"call": node.op, "parameter": node.name, "input": node.name, "output": node.name}[node.kind]
+        if node.op == "scan":
+            title = scan_title(node)
         rows = [f"<B>{_h(title)}</B>" + (f" <I>{_h(node.name)}</I>" if node.kind == "call" and node.name else "")]
-        if node.op == "fused":
+        if node in self.feeds:
+            rows.append(_small(f"= {self.feeds[node]}", style.FOLDED["input"]))
+        if node.op == "scan":
+            rows += self.scan_rows(node)
+        elif node.op == "fused":
             names = [f"[{i}]" + ("" if view is None else f"[{attribute_text(view, None)[1:-1]}]")
                      for i, view in enumerate(node.attrs["views"])]
             rows.append(_small(attribute_text(formula(node.attrs["program"], names), FORMULA_LIMIT)))
@@ -265,6 +329,9 @@ class _Drawing:
         lines = [node.describe()]
         if node.op == "fused":
             lines += ["fused ops:", *(f"  {member.op} ({member.source or member.label})" for member in node.value)]
+        if node.op == "scan":
+            ops = Counter(n.op for n in node.attrs["body"].graph.nodes if n.kind == "call")
+            lines.append("body: " + ", ".join(f"{op} ×{count}" for op, count in sorted(ops.items())))
         if node.attrs:
             lines.append("attributes: " + ", ".join(f"{k}={attribute_text(v, None)}" for k, v in node.attrs.items()))
         if node.inputs:
@@ -274,12 +341,17 @@ class _Drawing:
         return "\n".join(lines)
 
     def legend(self) -> str:
-        kinds = {"module" if b.module else b.node.kind for b in self.pic.boxes}
-        folded = {x.kind for b in self.pic.boxes for _, x in b.folded}
-        families = {style.family_of(n.op) for b in self.pic.boxes if not b.module for n in b.nodes if n.kind == "call"}
+        boxes = [b for drawing in self.drawings() for b in drawing.pic.boxes]
+        kinds = {"module" if b.module else b.node.kind for b in boxes}
+        folded = {x.kind for b in boxes for _, x in b.folded}
+        families = {style.family_of(n.op) for b in boxes if not b.module for n in b.nodes if n.kind == "call"}
         return style.legend([k for k in style.KINDS if k in kinds], [k for k in style.FOLDED if k in folded],
                             [f for f in style.FAMILIES if f in families] + sorted(families - set(style.FAMILIES)),
-                            any(map(_is_backward, self.pic.boxes)), bool(self.reads))
+                            any(map(_is_backward, boxes)), bool(self.reads))
+
+    def drawings(self) -> list[_Drawing]:
+        """This drawing and the bodies drawn in it, and theirs."""
+        return [self, *(d for inner in self.inner for d in inner.drawings())]
 
 
 def _footer(graph: Graph, view: str, bindings: dict[str, int], pic: Picture) -> str:
@@ -297,6 +369,25 @@ def _slots(node: Node) -> bool:
     """Whether the order of the node's inputs matters and so is shown: ``[0]``, ``[1]``, ... (a fused node's
     formula names its inputs so)."""
     return node.kind == "call" and node.op not in style.COMMUTATIVE and len(node.inputs) > 1
+
+
+def scan_title(node: Node) -> str:
+    """A scan's box: ``scan ×T``, T its number of steps."""
+    return f"scan ×{dims_text(node.shape[1:2])}"
+
+
+def _source_name(x: Node) -> str:
+    """What feeds a body's input: a parameter's name, an input's, else the node and its op."""
+    return x.name if x.kind in ("parameter", "input") else f"{x.label} {x.op}"
+
+
+def _module_called(caller: str, scope: str) -> str:
+    """The module that ``caller``'s code calls for an op of ``scope``: ``cell`` for ``encoder.cell.hidden`` called
+    from ``encoder``, ``layers.0`` for ``layers.0.attn`` called from the root; a scope outside ``caller`` whole."""
+    if not is_within(scope, caller):
+        return scope
+    parts = scope[len(caller) + 1 if caller else 0:].split(".")
+    return ".".join(parts[:2] if len(parts) > 1 and parts[1].isdigit() else parts[:1])
 
 
 def _listed(prefix: str, names: list[str], shown: int = 3) -> str:

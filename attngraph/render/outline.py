@@ -10,6 +10,9 @@
   ``step k of N`` (``s0``, …) inside a frame ``step ×N`` (``t0``, …); so are ops repeated ``STEPS_OF_OPS``
   times or more (``reshape ×10``).
 
+A ``scan`` (a time loop as one node) is one box, ``scan ×T``, whose details list its body's ops one per line
+(``%8 = matmul(%4, %2) rows×48 · cell.hidden``: the step's graph, its batch ``rows``).
+
 Frames start folded where ``shown`` (the picture ``render`` would draw) has a box for them, and the frames
 of repeated structure start rolled, a chain of blocks when ``shown`` rolls it. Each box and frame has the
 details the page lists on a click (op, shape, dtype, FLOPs, scope, source line, parameters, …).
@@ -24,7 +27,7 @@ from ..inspect.calls import Call, is_backward, short_name
 from ..inspect.flops import format_count, node_flops
 from ..inspect.summary import shape_text
 from . import style
-from .graph import DTYPES, attribute_text
+from .graph import DTYPES, attribute_text, scan_title
 from .picture import Picture, picture, step_name, step_runs
 
 
@@ -148,6 +151,8 @@ def _box(box, frame: str, bindings: dict[str, int]) -> dict:
 
 
 def _title(node: Node) -> str:
+    if node.op == "scan":
+        return scan_title(node)
     return node.name if node.kind in ("input", "parameter", "output") else node.op
 
 
@@ -160,7 +165,30 @@ def _node_details(node: Node, bindings: dict[str, int]) -> dict:
             "parameters": [_parameter(p) for p in (node, *node.inputs) if p.kind == "parameter"],
             "inputs": [f"{x.name or x.label} ({x.op}) {shape_text(x)} {x.dtype.name}" for x in node.inputs],
             "attributes": [f"{k}={attribute_text(v, None)}" for k, v in node.attrs.items()],
-            "gradient of": node.grad_of.describe() if node.grad_of is not None else ""}
+            "gradient of": node.grad_of.describe() if node.grad_of is not None else "",
+            "body": _body(node) if node.op == "scan" else []}
+
+
+def _body(node: Node) -> list[str]:
+    """A scan's body, one line per node, numbered within the body: ``%2 = c0 16×48 ← cell.hidden.weight`` (an input
+    and what feeds it), ``%8 = matmul(%4, %2) rows×48 · cell.hidden`` (an op, its operands and scope),
+    ``out = %24``."""
+    body = node.attrs["body"]
+    feeds = dict(zip(body.names, node.inputs))
+
+    def operand(x: Node) -> str:
+        return f"{x.value.item():.4g}" if x.kind == "constant" and x.value.size == 1 else f"%{x.id}"
+    lines = []
+    for n in body.graph.nodes:
+        if n.kind == "input":
+            fed = feeds[n.name]
+            lines.append(f"%{n.id} = {n.name} {shape_text(n)} ← {fed.name or f'{fed.label} {fed.op}'}")
+        elif n.kind == "call":
+            lines.append(f"%{n.id} = {n.op}({', '.join(map(operand, n.inputs))}) {shape_text(n)}"
+                         + (f" · {n.scope}" if n.scope else ""))
+        elif n.kind == "output":
+            lines.append(f"{n.name} = {operand(n.inputs[0])}")
+    return lines
 
 
 def _parameter(p: Node) -> str:

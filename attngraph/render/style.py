@@ -20,6 +20,7 @@ FAMILIES = {         # a primitive's family (the core/prims module defining it):
     "conv": ("convolution & pooling", "#a1d99b"),
     "sort": ("ordering", "#e7d4e8"),
     "scan": ("scans", "#fde0dd"),
+    "recurrence": ("time loop (scan)", "#f6e8c3"),
 }
 COMMUTATIVE = {"add", "mul", "maximum", "minimum", "equal", "not_equal", "logical_and", "logical_or"}
 
@@ -37,6 +38,9 @@ GRAPH = dict(rankdir="TB", newrank="true", fontname="Helvetica", fontsize="10", 
 NODE = dict(fontname="Helvetica", fontsize="9", margin="0.06,0.03", penwidth="0.8")
 EDGE = dict(fontname="Helvetica", fontsize="7", fontcolor="#555555", color="#555555", arrowsize="0.5")
 CLUSTER = dict(style="rounded", color="#9e9ac8", fontcolor="#3f007d", fontsize="9", labeljust="l")
+BODY_CLUSTER = dict(style="rounded,filled", color="#bf812d", fillcolor="#fdfaf2", fontcolor="#8c510a", fontsize="9",
+                    labeljust="l", labelloc="t")       # a scan's body drawn beside its box
+BODY_EDGE = dict(style="dashed", color="#bf812d", fontcolor="#8c510a")      # the loop feeding its step, and back
 BACKWARD_CLUSTER = dict(style="rounded,dashed", color="#f4a582", fontcolor=BACKWARD, fontsize="9", labeljust="l")
 BACKWARD_EDGE = dict(color="#d6604d")
 READS = "#888888"       # text of the forward values a backward box reads (drawn in it, not as edges)

@@ -14,7 +14,7 @@
   const HEAD_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                        "#bcbd22", "#17becf", "#393b79", "#ad494a"];
   const FIELDS = ["kind", "op", "name", "shape", "dtype", "FLOPs", "scope", "source", "ops", "parameters", "inputs",
-                  "attributes", "gradient of"];
+                  "attributes", "gradient of", "body"];
   const LOOK = {box: 34, module: 40, pad: 10, header: 22, rankGap: 30, gap: 16};   // sizes in pixels
   const data = JSON.parse(document.getElementById("attngraph-data").textContent);
 
