@@ -39,12 +39,12 @@ from ops.cpu.layout import readonly
 from ops.cpu.threads import BLAS_SERIAL_MAX, parallel_kernel
 
 
-def _numpy_openblas():
-    """NumPy's OpenBLAS library (ctypes); None where there is none to find (another BLAS, another system:
-    /proc/self/maps is Linux's)."""
+def _openblas(package: str):
+    """The OpenBLAS library that ``package`` (numpy or scipy) loaded (ctypes); None where there is none to find
+    (another BLAS, another system: /proc/self/maps is Linux's)."""
     try:
         with open("/proc/self/maps") as maps:
-            paths = {line.split()[-1] for line in maps if "openblas" in line and "numpy" in line}
+            paths = {line.split()[-1] for line in maps if "openblas" in line and f"/{package}" in line}
     except OSError:
         return None
     for path in sorted(paths):
@@ -72,7 +72,7 @@ def _let_numpy_blas_sleep(library) -> bool:
     return 0 < library.openblas_thread_timeout() <= 16
 
 
-_NUMPY_OPENBLAS = _numpy_openblas()
+_NUMPY_OPENBLAS = _openblas("numpy")
 NUMPY_BLAS_SLEEPS = _let_numpy_blas_sleep(_NUMPY_OPENBLAS)
 _set_numpy_blas_threads = getattr(_NUMPY_OPENBLAS, "openblas_set_num_threads_local", None)   # OpenBLAS ≥ 0.3.27
 _NUMPY_MAX = math.inf if NUMPY_BLAS_SLEEPS else 2 ** 24     # multiply-adds of the largest 2-D product for NumPy
@@ -116,6 +116,26 @@ def _on_one_thread(a, b):
         return _numpy_matmul(a, b)
     finally:
         _set_numpy_blas_threads(threads)
+
+
+def with_serial_blas(kernel):
+    """``kernel`` run with SciPy's OpenBLAS, which numba's ``np.dot`` calls, held to the calling thread: for kernels
+    making many small products in a row (a time loop's), where waking BLAS's threads for each costs more than it saves
+    (a (192, 64) @ (64, 192) product in a loop: 3.3 ms a call on BLAS's threads with the machine busy, 0.12 ms on one).
+    ``kernel`` itself where SciPy's OpenBLAS cannot be found or held."""
+    import scipy.linalg  # noqa: F401  (numba's np.dot loads SciPy's BLAS through it)
+    library = _openblas("scipy")
+    set_threads = getattr(library, "openblas_set_num_threads_local", None)
+    if set_threads is None:
+        return kernel
+
+    def run(*args):
+        threads = set_threads(1)
+        try:
+            return kernel(*args)
+        finally:
+            set_threads(threads)
+    return run
 
 
 def _batch_index(shape, batch):

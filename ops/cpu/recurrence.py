@@ -30,6 +30,7 @@ from numba import njit
 
 from ops.cpu import fused, reduce, softmax
 from ops.cpu.fused import conversions, load_source, ops_of, scalar_source
+from ops.cpu.matmul import with_serial_blas
 
 ROWS = "rows"
 
@@ -49,7 +50,7 @@ def generate(graph):
         source, constants = _source(graph)
     except Unsupported:
         return None
-    loop = _compiled(source)
+    loop = with_serial_blas(_compiled(source))
 
     def run(init, *inputs, reverse):
         arrays = [np.ascontiguousarray(a) for a in (init, *inputs)]
@@ -141,11 +142,13 @@ def _fused(node, args):
     program, reads, views = node.attrs["program"], node.attrs["reads"], node.attrs["views"]
     name, rank = f"v{node.id}", len(node.shape)
     function = scalar_source(program, len(args)).replace("def fused(", f"def f{node.id}(", 1)
-    sources = [a if view is None else f"{a}[{_index(view)}]" for a, view in zip(args, views)]
+    sources = [f"{name}_{i}" for i in range(len(args))]
     index = [f"i{axis}" for axis in range(rank)]
-    loads = ", ".join(f"{s}[{', '.join(index[a] if a >= 0 else '0' for a in r)}]" if r else f"{s}[()]"
+    loads = ", ".join(f"{s}[{', '.join(index[a] if a >= 0 else '0' for a in r)}]" if r else s
                       for s, r in zip(sources, reads))
-    lines = [f"{name} = np.empty({_dims(node.shape)}, np.{program[-1][2] if program[-1][2] != 'bool' else 'bool_'})"]
+    lines = [f"{s} = {a}[()]" if not r else f"{s} = {a}" if view is None else f"{s} = {a}[{_index(view)}]"
+             for s, a, r, view in zip(sources, args, reads, views)]
+    lines.append(f"{name} = np.empty({_dims(node.shape)}, np.{program[-1][2] if program[-1][2] != 'bool' else 'bool_'})")
     lines += [f"{'    ' * a}for i{a} in range({name}.shape[{a}]):" for a in range(rank)]
     lines.append(f"{'    ' * rank}{name}[{', '.join(index) or '()'}] = f{node.id}({loads})")
     return lines, ['@njit(cache=True, error_model="numpy", inline="always")', function, ""]
@@ -239,8 +242,9 @@ def bmm(a, b, transpose_a, transpose_b):
     n = b.shape[1] if transpose_b else b.shape[2]
     out = np.empty((a.shape[0], m, n), a.dtype)
     for i in range(a.shape[0]):
-        left, right = np.ascontiguousarray(a[i]), np.ascontiguousarray(b[i])
-        out[i] = np.dot(left.T if transpose_a else left, right.T if transpose_b else right)
+        left = np.ascontiguousarray(a[i].T) if transpose_a else np.ascontiguousarray(a[i])
+        right = np.ascontiguousarray(b[i].T) if transpose_b else np.ascontiguousarray(b[i])
+        out[i] = np.dot(left, right)
     return out
 
 
