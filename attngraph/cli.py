@@ -74,7 +74,8 @@ def _render(args) -> int:
     from .render import render_graph
     _check_output_file(args)
     path = render_graph(_checked_graph(args)[0], args.out, view=args.view, depth=args.depth, roll=args.roll,
-                        parameter_nodes=args.parameter_nodes, direction=args.direction, dpi=args.dpi, **args.dim)
+                        parameter_nodes=args.parameter_nodes, direction=args.direction, dpi=args.dpi,
+                        bodies=args.bodies, **args.dim)
     print(f"wrote {path}")
     return 0
 
@@ -601,6 +602,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("--direction", choices=("down", "right"), default="down",
                      help="where the data flows: top to bottom (default) or left to right")
     sub.add_argument("--dpi", type=positive_int, help="resolution of a .png (graphviz's default: 96)")
+    sub.add_argument("--bodies", action="store_true",
+                     help="draw the body of each time loop (scan: an RNN over a sequence) beside its box")
     sub = command("export", _export, "write a model's forward graph as an ONNX model (needs the onnx extra: "
                                      "pip install 'attngraph[onnx]')")
     model_options(sub)

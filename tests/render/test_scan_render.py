@@ -121,3 +121,7 @@ def test_the_render_command_on_a_model_with_a_recurrent_encoder(tmp_path, capsys
     assert titles == ["scan ×3", "scan ×3", "scan ×4", "scan ×4"]        # sentences of 4 words, documents of 3
     assert main(["render", "seq2seq-bahdanau", "--tiny", "--out", str(tmp_path / "s2s.svg")]) == 0
     assert str(tmp_path / "s2s.svg") in capsys.readouterr().out
+    assert main(["render", "han", "--tiny", "--bodies", "--out", str(out)]) == 0
+    drawn = boxes(out.read_text())
+    scans = [box_id for box_id, texts in drawn.items() if texts[0].startswith("scan")]
+    assert len(scans) == 4 and all(sum(b.startswith(f"{s}_") for b in drawn) > 20 for s in scans)
