@@ -13,7 +13,8 @@ What is written:
   its doc string. Fused primitives are written out in standard ops: the compiler's ``fused`` elementwise nodes
   op by op (``core.passes.unfuse``), flash ``attention`` as MatMul, Softmax and its masks, ``gelu`` from Erf or
   Tanh, ``cross_entropy`` as SoftmaxCrossEntropyLoss, ``argsort`` (sort, topk) as TopK's indices; matmul's
-  transpose flags become Transpose nodes;
+  transpose flags become Transpose nodes; a ``scan`` (a time loop, ``ag.scan``) becomes ONNX's Scan over axis 1,
+  its body the step's graph converted the same way (``_StepBuilder``);
 - the outputs under the graph's output names.
 
 The export is for inference, as ``torch.onnx.export`` in eval mode: ``dropout`` is the identity. Semantics are
@@ -35,6 +36,7 @@ from ops.shapes import extras, heads_swap, scores_shape
 from ..core.dims import Dim, is_symbolic, multiply, symbols
 from ..core.graph import Graph, Node, graph_method
 from ..core.passes import unfuse
+from ..core.prims.recurrence import ROWS, Body, rows_as
 from ..errors import BindingError, ExportError
 from ..version import __version__
 
@@ -83,9 +85,13 @@ class _Builder:
     def __init__(self, onnx, graph: Graph, sizes: dict[str, int]):
         self.onnx, self.graph, self.sizes = onnx, unfuse(graph), dict(sizes)
         self._check_sizes()
-        self.nodes, self.initializers, self.outputs = [], [], []
-        self.names: dict[Node, str] = {}
+        self.initializers = []
         self.taken = set(self.graph.inputs) | set(self.graph.parameters)
+        self._convert_all()
+
+    def _convert_all(self) -> None:
+        self.nodes, self.outputs = [], []
+        self.names: dict[Node, str] = {}
         self.symbols: dict[str, str] = {}       # symbolic dimension -> its 1-D int64 size, read from an input
         self.node: Node | None = None
         for node in self.graph.topological_order():
@@ -155,12 +161,14 @@ class _Builder:
 
     def inputs(self) -> list:
         """The graph's inputs that some exported op reads."""
-        read = {x for n in self.nodes for x in n.input}
+        read = _names_read(self.nodes)
         return [self.value_info(name, node) for name, node in self.graph.inputs.items() if name in read]
 
-    def value_info(self, name: str, node: Node):
+    def value_info(self, name: str, node: Node, shape=None):
+        """The type of value ``name``: ``node``'s dtype, and its shape unless ``shape`` is given."""
         return self.onnx.helper.make_tensor_value_info(
-            name, self.onnx.helper.np_dtype_to_tensor_dtype(node.dtype), [self.fixed(d) for d in node.shape])
+            name, self.onnx.helper.np_dtype_to_tensor_dtype(node.dtype),
+            [self.fixed(d) for d in (node.shape if shape is None else shape)])
 
     # --- sizes read at run time --------------------------------------------------------------------------
 
@@ -217,6 +225,77 @@ class _Builder:
 
     def transposed(self, x: str, ndim: int) -> str:
         return self.op("Transpose", x, perm=list(range(ndim - 2)) + [ndim - 1, ndim - 2])
+
+
+def _names_read(nodes) -> set[str]:
+    """The values ``nodes`` read, those their subgraphs (a Scan's body) read by name from outside included."""
+    read = set()
+    for node in nodes:
+        read.update(node.input)
+        for attribute in node.attribute:
+            if attribute.HasField("g"):
+                read |= _names_read(attribute.g.node)
+    return read
+
+
+class _StepBuilder(_Builder):
+    """A scan's body (core/prims/recurrence.py) as the body of an ONNX Scan, converted op by op as the main graph.
+
+    The Scan's state is the carry (rows, C) and its scan inputs one time step of each sequence; the body returns
+    the next carry, the first C columns of its row, and the row (rows, P) itself, which the Scan stacks. ONNX's
+    Scan has no inputs that every step reads whole, so the constants cʲ are read by name from the enclosing graph,
+    as ONNX subgraphs may. The body's batch, the symbol ``rows``, is read from the carry; its other symbols from
+    the enclosing graph's inputs. Names and initializers are shared with the enclosing graph (one namespace)."""
+
+    def __init__(self, outer: _Builder, body: Body, consts: tuple[str, ...], batch: Dim):
+        self.onnx, self.sizes, self.graph = outer.onnx, outer.sizes, unfuse(body.graph)
+        self.outer, self.body, self.batch = outer, body, batch
+        self.initializers, self.taken = outer.initializers, outer.taken
+        state = body.names[:1 + body.sequences]
+        self.bound = {**{name: outer.fresh(f"{outer.node.label}/{name}") for name in state},
+                      **dict(zip(body.names[1 + body.sequences:], consts))}
+        self._convert_all()
+
+    def _convert(self, node: Node) -> str:
+        if node.op == "input":
+            return self.bound[node.name]
+        if node.op == "output":         # written by ``proto``, as the Scan's two outputs
+            return self.names[node.inputs[0]]
+        return super()._convert(node)
+
+    def symbol(self, name: str) -> str:
+        if name != ROWS:
+            return self.outer.symbol(name)
+        if name not in self.symbols:
+            self.symbols[name] = self.op("Shape", self.bound["carry"], start=0, end=1)
+        return self.symbols[name]
+
+    def value_info(self, name: str, node: Node, shape=None):
+        """With ``rows`` the enclosing batch."""
+        return super().value_info(name, node, rows_as(node.shape if shape is None else shape, self.batch))
+
+    def proto(self):
+        """The ONNX GraphProto: inputs the carry and one step of each sequence; outputs the next carry, the row."""
+        out = self.graph.outputs[0]
+        row = self.names[out]
+        carry = self.op("Slice", row, self.ints([0]), self.ints([self.body.carry_size]), self.ints([1]))
+        inputs = [self.value_info(self.bound[name], self.graph.inputs[name])
+                  for name in self.body.names[:1 + self.body.sequences]]
+        outputs = [self.value_info(carry, self.graph.inputs["carry"]), self.value_info(row, out)]
+        return self.onnx.helper.make_graph(self.nodes, f"{self.outer.node.label}/body", inputs, outputs)
+
+
+def _scan(b, node, init, *inputs, body: Body, reverse: bool):
+    """ONNX's Scan over axis 1 of the sequences (B, T, …), its stacked rows (B, T, P) on axis 1, the body a
+    ``_StepBuilder``. ``reverse`` reads the sequences from the end (direction 1) and prepends each row (direction
+    1), so that the rows stay in time order, as attngraph's."""
+    sequences, consts = inputs[:body.sequences], inputs[body.sequences:]
+    step = _StepBuilder(b, body, consts, node.shape[0])
+    count, direction = len(sequences), int(reverse)
+    final, rows = b.fresh(f"{node.label}/final"), b.fresh(node.label)
+    return b.op_outputs("Scan", init, *sequences, outs=[final, rows], body=step.proto(), num_scan_inputs=count,
+                        scan_input_axes=[1] * count, scan_input_directions=[direction] * count,
+                        scan_output_axes=[1], scan_output_directions=[direction])[1]
 
 
 def _reduction(op_type: str) -> Callable:
@@ -569,6 +648,7 @@ CONVERTERS: dict[str, Callable] = {
     "avg_pool2d": _avg_pool2d,
     "adaptive_avg_pool2d": lambda b, node, x, *, size: _adaptive(b, node, x, size, "ReduceMean"),
     "adaptive_max_pool2d": _adaptive_max_pool2d,
+    "scan": _scan,
 }
 """attngraph primitive -> ``convert(builder, node, *input values, **node.attrs)``, returning the output's value.
 ``_simple`` ops pass their attributes on (concat's axis, transpose's perm)."""
