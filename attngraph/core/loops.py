@@ -25,7 +25,7 @@ from . import tensor as F
 from .dims import divide, format_shape, multiply, symbols
 from .graph import Graph, Node
 from .prims.recurrence import ROWS, Body, rows_as
-from .tracing import STATE, current_graph, owns, parameter_node, user_source
+from .tracing import STATE, current_graph, owns, parameter_node, scope, user_source
 
 __all__ = ["scan"]
 
@@ -238,5 +238,6 @@ def _outer_values(graph: Graph, consts: list[Node], sources: dict, batch) -> lis
             env[node] = F.constant(node.value)
         elif node.kind == "call" and all(x in env for x in node.inputs):
             attrs = {k: rows_as(v, batch) if k == "shape" else v for k, v in node.attrs.items()}
-            env[node] = F.emit(node.op, *(env[x] for x in node.inputs), **attrs)
+            with scope(node.scope):         # the module that does the work, not the loop's caller
+                env[node] = F.emit(node.op, *(env[x] for x in node.inputs), **attrs)
     return [env[c] for c in consts]
