@@ -1,8 +1,11 @@
 """RNN encoder-decoders with attention: Bahdanau et al. 2015 and Luong et al. 2015.
 
 Both read the source with a GRU encoder into a memory h_1 … h_S and decode one token at a time from a
-GRU state s; they differ in where attention enters the step. The recurrences are unrolled in the graph,
-so the source and target lengths must be concrete when tracing (``ag.Input(("B", 10), "int64")``).
+GRU state s; they differ in where attention enters the step. Every recurrence is one ``scan`` node (``ag.scan``),
+so the source and target lengths may be symbolic (``ag.Input(("B", "S"), "int64")``). Teacher forcing embeds all
+targets at once and runs only what feeds the state inside the loop; what reads the state without feeding it back
+(the readout and output layer, Luong's attention) runs after it on all T steps at once: one product of B·T rows in
+place of T products of B.
 """
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import numpy as np
 from ..attention import AdditiveScore, Attention, DotScore, GeneralScore
 from ..core import functional as F
 from ..core.api import trace
-from ..core.tracing import Input
+from ..core.tracing import Input, module_scope
 from ..nn import GRU, Embedding, GRUCell, Linear, Module
 from ..nn.checks import integer, one_of, sizes
 from . import tasks
@@ -23,18 +26,17 @@ class Seq2Seq(Module):
     """logits = model(src, tgt_in) with teacher forcing: the decoder is fed the true previous target
     token y_{t−1} (tgt_in = BOS y_1 … y_{T−1}) and predicts y_t; logits are (B, T, tgt_vocab).
 
-    Subclasses define ``encode(src, mask) -> (memory (B, S, ·), s_0)`` and
-    ``step(y_prev (B,), s, memory, mask) -> (logits (B, V), s', α (B, S))``. ``PAD`` (0) marks padding;
-    the source's padding is masked out of the attention."""
+    Subclasses define ``encode(src, mask) -> (memory (B, S, ·), s_0)``, the teacher-forced
+    ``decode(tgt_in (B, T), s_0, memory, mask) -> logits (B, T, V)`` and the single
+    ``step(y_prev (B,), s, memory, mask) -> (logits (B, V), s', α (B, S))`` that greedy decoding runs, the same
+    function one step at a time. ``PAD`` (0) marks padding; the source's padding is masked out of the attention.
+    ``decode`` records the attention of all steps, (B, T, S), under the attention module's scope
+    (``inspect.attention_maps``) when S is concrete."""
 
     def forward(self, src, tgt_in):
         mask = padding_mask(src)
         memory, state = self.encode(src, mask)
-        logits = []
-        for t in range(tgt_in.shape[1]):
-            step_logits, state, _ = self.step(tgt_in[:, t], state, memory, mask)
-            logits.append(step_logits)
-        return F.stack(logits, axis=1)
+        return self.decode(tgt_in, state, memory, mask)
 
     def greedy_decode(self, src: np.ndarray, max_length: int) -> tuple[np.ndarray, np.ndarray]:
         """Target tokens (B, n ≤ max_length) for ``src`` (B, S) by greedy decoding (``tokens.greedy``), and
@@ -94,12 +96,35 @@ class BahdanauSeq2Seq(Seq2Seq):
         _, backward_first = F.split(final, final.shape[-1] // 2, axis=-1)
         return memory, F.tanh(self.bridge(backward_first))
 
+    def attend_and_update(self, embedded, state, memory, mask):
+        """The recurrence: (s_i, c_i, α_i) from E y_{i−1} (B, E) and s_{i−1}."""
+        context, alpha = self.attention(state, memory, mask=mask)
+        return self.cell(F.concat([embedded, context], axis=-1), state), context, alpha
+
+    def logits(self, state, context, embedded):
+        """W_o tanh(U_o [s_i; c_i; E y_{i−1}]), for one step (B, ·) or all (B, T, ·)."""
+        return self.out(F.tanh(self.readout(F.concat([state, context, embedded], axis=-1))))
+
     def step(self, y_prev, state, memory, mask):
         embedded = self.tgt_embed(y_prev)
-        context, alpha = self.attention(state, memory, mask=mask)
-        state = self.cell(F.concat([embedded, context], axis=-1), state)
-        logits = self.out(F.tanh(self.readout(F.concat([state, context, embedded], axis=-1))))
-        return logits, state, alpha
+        state, context, alpha = self.attend_and_update(embedded, state, memory, mask)
+        return self.logits(state, context, embedded), state, alpha
+
+    def decode(self, tgt_in, state, memory, mask):
+        """One scan over the embedded targets carrying s and emitting c_i (and α_i where S is concrete: the scan
+        packs outputs of concrete sizes); the readout after it, on all steps."""
+        recorded = isinstance(memory.shape[1], int)
+
+        def step(state, embedded):
+            state, context, alpha = self.attend_and_update(embedded, state, memory, mask)
+            return state, (state, context, alpha) if recorded else (state, context)
+
+        embedded = self.tgt_embed(tgt_in)
+        _, (states, contexts, *alpha) = F.scan(step, state, embedded)
+        if recorded:
+            F.as_node(alpha[0]).scope = module_scope(self.attention)
+            F.name(alpha[0], "attention")
+        return self.logits(states, contexts, embedded)
 
 
 class LuongSeq2Seq(Seq2Seq):
@@ -135,11 +160,26 @@ class LuongSeq2Seq(Seq2Seq):
     def encode(self, src, mask):
         return self.encoder(self.src_embed(src), mask)
 
+    def attend(self, state, memory, mask):
+        """(logits, α) from the new state(s) h_t, (B, H) or all steps' (B, T, H): the attention feeds nothing
+        back into the recurrence, so teacher forcing runs it once, on every step's query."""
+        context, alpha = self.attention(state, memory, mask=mask)
+        return self.out(F.tanh(self.attentional(F.concat([context, state], axis=-1)))), alpha
+
     def step(self, y_prev, state, memory, mask):
         state = self.cell(self.tgt_embed(y_prev), state)
-        context, alpha = self.attention(state, memory, mask=mask)
-        logits = self.out(F.tanh(self.attentional(F.concat([context, state], axis=-1))))
+        logits, alpha = self.attend(state, memory, mask)
         return logits, state, alpha
+
+    def decode(self, tgt_in, state, memory, mask):
+        """The decoder GRU as one scan over the embedded targets (their input projection all at once, as
+        ``nn.Recurrent``), then the attention and the output layer on all T states together."""
+        def step(state, projected):
+            state = self.cell.step(projected, state)
+            return state, state
+
+        _, states = F.scan(step, state, self.cell.project(self.tgt_embed(tgt_in)))
+        return self.attend(states, memory, mask)[0]
 
 
 LENGTH = 6  # the source length of the registry's examples; targets have one more token (BOS or EOS)

@@ -93,3 +93,26 @@ def test_greedy_decoding_pads_after_eos_and_stops_when_every_row_has_ended():
     script = iter([[5, EOS], [EOS, 6], [7, 7]])
     tokens = greedy(lambda prefix: np.eye(8)[next(script)], 2, max_length=10)
     np.testing.assert_array_equal(tokens, [[5, EOS], [EOS, PAD]])
+
+
+@pytest.mark.parametrize("name", ["seq2seq-bahdanau", "seq2seq-luong"])
+@pytest.mark.parametrize("lengths", [("S", "T"), SRC.shape[1:] + (4,)], ids=["symbolic", "concrete"])
+def test_teacher_forcing_is_one_scan_equal_to_the_step_run_over_the_targets(name, lengths):
+    model = models.get(name, tiny=True)
+    tgt_in = np.array([[BOS, 7, 6, 5], [BOS, 5, 6, PAD]])
+    graph = ag.trace(model, src=ag.Input(("B", lengths[0]), "int64"), tgt_in=ag.Input(("B", lengths[1]), "int64"))
+    assert sum(node.op == "scan" for node in graph.nodes) == (3 if name == "seq2seq-bahdanau" else 2)  # + encoder's
+    logits = graph.compile()(src=SRC, tgt_in=tgt_in)
+    maps = attention_maps(graph, src=SRC, tgt_in=tgt_in)
+    memory, state = ag.trace(lambda src: model.encode(src, SRC != PAD), src=SRC).compile()(src=SRC)
+    step = ag.trace(lambda y, state, memory: model.step(y, state, memory, MASK), y=tgt_in[:, 0], state=state,
+                    memory=memory).compile()
+    recorded = name == "seq2seq-luong" or lengths[0] != "S"     # Bahdanau's α is a scan output: S concrete
+    assert set(maps) == ({"attention"} if recorded else set())
+    for t in range(tgt_in.shape[1]):
+        step_logits, state, alpha = step(y=tgt_in[:, t], state=state, memory=memory)
+        np.testing.assert_allclose(logits[:, t], step_logits, rtol=1e-5, atol=1e-6)
+        if recorded:
+            np.testing.assert_allclose(maps["attention"][:, t], alpha, rtol=1e-5, atol=1e-7)
+    if recorded:
+        np.testing.assert_array_equal(maps["attention"][0, :, 3:], 0)
