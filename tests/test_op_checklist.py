@@ -33,7 +33,7 @@ TESTED_ELSEWHERE = {
     "logsumexp": "tests/ops/test_min_logsumexp.py", "min": "tests/ops/test_min_logsumexp.py",
     "var": "tests/ops/test_reduce.py",
     "argmax": "tests/ops/test_sort.py", "argmin": "tests/ops/test_sort.py", "argsort": "tests/ops/test_sort.py",
-    "cumsum": "tests/ops/test_scan.py",
+    "cumsum": "tests/ops/test_scan.py", "scan": "tests/ops/test_scan_codegen.py",
     "cumprod": "tests/ops/test_reduction_table.py", "logcumsumexp": "tests/ops/test_reduction_table.py",
     "cumarg": "tests/ops/test_reduction_table.py", "prod": "tests/ops/test_reduction_table.py",
     "arange": "tests/ops/test_positions.py", "relative_distance": "tests/ops/test_positions.py",
