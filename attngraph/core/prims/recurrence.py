@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ...errors import NonFiniteError
+from ...errors import BindingError, NonFiniteError
 from .. import debug
 from .. import tensor as F
 from ..dims import divide, multiply, resolve_shape, symbols
@@ -63,6 +63,8 @@ class Body:
     def run(self, device: str, generate: Callable | None, init, *inputs, reverse: bool):
         """The loop on ``device``'s arrays, (B, T, P): ``generate(body graph)``'s compiled loop when the device has
         a generator and it compiles this body (None if not), else the body's executable once per step."""
+        if inputs[0].shape[1] == 0:
+            raise BindingError("a scan runs at least one time step; its sequences were fed with length T = 0")
         key = device, debug.enabled()
         if key not in self._programs:
             self._programs[key] = (generate(self.optimized()) if generate is not None and not key[1] else None) \
