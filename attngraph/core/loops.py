@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..errors import ShapeError, TracingError
+from ..errors import DTypeError, ShapeError, TracingError
 from . import tensor as F
 from .dims import divide, format_shape, multiply, symbols
 from .graph import Graph, Node
@@ -32,6 +32,9 @@ __all__ = ["scan"]
 
 def scan(step: Callable, init, xs, reverse: bool = False):
     """``final, ys`` of ``step`` run over the time axis (1) of ``xs`` from ``init`` (see the module docstring)."""
+    if not callable(step):
+        raise TracingError(f"scan's step must be a function step(carry, x_t) -> (new carry, y_t), got "
+                           f"{type(step).__name__} (at {user_source()})")
     carry_leaves, carry_tree = _leaves("init", init)
     x_leaves, x_tree = _leaves("xs", xs)
     if not x_leaves:
@@ -46,7 +49,10 @@ def scan(step: Callable, init, xs, reverse: bool = False):
     if len({x.shape[1] for x in x_leaves}) != 1:
         raise ShapeError(f"scan's sequences must have one length: {', '.join(format_shape(x.shape) for x in x_leaves)}"
                          f" (at {user_source()})")
-    carry_shapes = [_row_shape("the carry", leaf, dtype) for leaf in carry_leaves]
+    if x_leaves[0].shape[1] == 0:
+        raise ShapeError(f"scan runs at least one time step; its sequences are empty: "
+                         f"{', '.join(format_shape(x.shape) for x in x_leaves)} (at {user_source()})")
+    carry_shapes = [_row_shape("scan's init", leaf, dtype) for leaf in carry_leaves]
     layout = {}
 
     def packed(carry, *x_t):
@@ -55,12 +61,18 @@ def scan(step: Callable, init, xs, reverse: bool = False):
             size = int(np.prod(shape))
             parts.append(F.reshape(F.index(carry, (slice(None), slice(start, start + size))), (ROWS, *shape)))
             start += size
-        new, y = step(carry_tree(parts), x_tree(list(x_t)))
-        new_leaves, _ = _leaves("the step's new carry", new)
+        result = step(carry_tree(parts), x_tree(list(x_t)))
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            raise TracingError(f"scan's step must return a pair (new carry, y_t), y_t a tensor, a tuple of them or "
+                               f"None; got {_kind(result)} (at {user_source()})")
+        new, y = result
+        new_leaves = _in_body("its new carry", _leaves("the step's new carry", new)[0])
         if [(n.shape[1:], n.dtype) for n in new_leaves] != [(s, dtype) for s in carry_shapes]:
             raise ShapeError(f"scan's step must return a carry like init ({_describe(carry_shapes, dtype)}), got "
-                             f"{', '.join(f'{format_shape(n.shape)} {n.dtype}' for n in new_leaves)}")
+                             f"{', '.join(f'{format_shape(n.shape)} {n.dtype}' for n in new_leaves)} "
+                             f"(at {user_source()})")
         y_leaves, layout["ys"] = _leaves("the step's output", y) if y is not None else ([], None)
+        y_leaves = _in_body("an output", y_leaves)
         columns, pieces = _columns(new_leaves, y_leaves, dtype)
         layout["columns"] = columns
         return F.concat([F.reshape(F.Tensor(p), (ROWS, -1)) for p in pieces], axis=1)
@@ -88,12 +100,37 @@ def _leaves(what: str, tree) -> tuple[list[Node], Callable]:
     return [F.as_node(tree)], (lambda items: F.Tensor(items[0]) if isinstance(items[0], Node) else items[0])
 
 
+def _kind(value) -> str:
+    """What a step returned, for an error."""
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)}"
+    return F.as_node(value).describe() if isinstance(value, (F.Tensor, Node)) else type(value).__name__
+
+
+def _in_body(what: str, nodes: list[Node]) -> list[Node]:
+    """The step's returned tensors as nodes of the body: one of the enclosing trace returned as it is (the initial
+    state, a memory) becomes the body's input for it; each must have the loop's batch first."""
+    graph, inside = current_graph(), []
+    for node in nodes:
+        if not owns(graph, node):
+            node = STATE.lift.lift(node) or node
+        if not node.shape or node.shape[0] != ROWS:
+            raise ShapeError(f"scan's step returned {node.describe()} as {what}: it must be (B, …), the batch of "
+                             f"init first (at {user_source()})")
+        inside.append(node)
+    return inside
+
+
 def _row_shape(what: str, node: Node, dtype) -> tuple:
+    """``node``'s shape past the batch, refused when the row that packs the carry and outputs cannot hold it."""
     shape = node.shape[1:]
-    if any(isinstance(d, str) for d in shape) or node.dtype != dtype or dtype.kind != "f":
-        raise ShapeError(f"{what} of a scan is packed into one row per example: its parts must share one floating "
-                         f"dtype and have concrete sizes past the batch, got {format_shape(node.shape)} {node.dtype} "
-                         f"(at {user_source()})")
+    if dtype.kind != "f" or node.dtype != dtype:
+        raise DTypeError(f"{what} must be floating point, of the dtype of init ({dtype}): the carry is "
+                         f"differentiated and packed with the outputs into one row per example; got "
+                         f"{format_shape(node.shape)} {node.dtype} (at {user_source()})")
+    if any(isinstance(d, str) for d in shape):
+        raise ShapeError(f"{what} must have concrete sizes past the batch (packed into one row per example); "
+                         f"got {format_shape(node.shape)} (at {user_source()})")
     return shape
 
 
@@ -112,7 +149,7 @@ def _columns(carry: list[Node], ys: list[Node], dtype) -> tuple[list, list[Node]
         pieces.append(node)
         start += size
     for node in ys:
-        shape = _row_shape("an output of the step", node, dtype)
+        shape = _row_shape("an output y_t of scan's step", node, dtype)
         if node not in where:
             size = int(np.prod(shape))
             where[node] = (start, start + size)
@@ -144,12 +181,15 @@ class Lifting:
             self.sources[lifted] = node
         return lifted
 
-    def rows(self, shape) -> tuple:
+    def rows(self, shape, source=None) -> tuple:
         """``shape`` with the enclosing batch as ``rows``: a symbolic batch wherever it is a factor, a concrete one as
-        the first dimension."""
+        the first dimension, unless ``source``, the shape of a reshape's input (whose size the result keeps), holds
+        no rows: a parameter (64,) reshaped to (64, 1) in a batch of 64 stays (64, 1)."""
         if isinstance(self.batch, str):
             return tuple(multiply(divide(d, self.batch), ROWS) if isinstance(d, str) and self.batch in symbols(d)
                          else d for d in shape)
+        if source is not None and not any(isinstance(d, str) and ROWS in symbols(d) for d in source):
+            return tuple(shape)
         if self.batch is not None and shape and shape[0] == self.batch:
             return (ROWS, *shape[1:])
         return tuple(shape)

@@ -243,7 +243,7 @@ def add_call(op: str, inputs: list[Node], attrs: dict) -> Node:
     graph = current_graph()
     inputs = [node if owns(graph, node) else _foreign(op, node) for node in inputs]
     if STATE.lift is not None and "shape" in attrs:         # a shape read from the enclosing trace's tensors
-        attrs = {**attrs, "shape": STATE.lift.rows(attrs["shape"])}
+        attrs = {**attrs, "shape": STATE.lift.rows(attrs["shape"], inputs[0].shape if op == "reshape" else None)}
     try:
         shape, dtype = prim.infer(*inputs, **attrs)
     except (ValueError, TypeError) as e:

@@ -116,3 +116,14 @@ def test_teacher_forcing_is_one_scan_equal_to_the_step_run_over_the_targets(name
             np.testing.assert_allclose(maps["attention"][:, t], alpha, rtol=1e-5, atol=1e-7)
     if recorded:
         np.testing.assert_array_equal(maps["attention"][0, :, 3:], 0)
+
+
+def test_a_concrete_batch_equal_to_a_model_size_traces(rng):
+    """A concrete batch names the step's rows; the attention's v (hidden,) reshaped inside the step is no batch
+    when hidden equals it (the benchmarks' B = hidden = 64)."""
+    model = models.get("seq2seq-bahdanau", tiny=True)
+    src = rng.integers(1, 10, (model.cell.hidden_size, 5))
+    tgt_in = rng.integers(1, 10, (model.cell.hidden_size, 4))
+    logits = ag.trace(model, src=src, tgt_in=tgt_in).compile()(src=src, tgt_in=tgt_in)
+    symbolic = ag.trace(model, src=ag.Input(("B", 5), "int64"), tgt_in=ag.Input(("B", 4), "int64"))
+    np.testing.assert_allclose(logits, symbolic.compile()(src=src, tgt_in=tgt_in), rtol=1e-5, atol=1e-6)
