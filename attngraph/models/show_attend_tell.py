@@ -66,8 +66,8 @@ class ShowAttendTell(Module):
     α (B, T, L) over the L = (S/8)² locations, row by row (module docstring). ``hard=True`` reads one
     location per word, drawn with the Gumbel ``noise`` (B, T, L); without noise, the most likely one.
 
-    ``channels`` are the two convolutions' widths (the second is D); S must be a multiple of 8; T is
-    concrete when tracing (the decoder is unrolled). The weights are recorded under ``attention``."""
+    ``channels`` are the two convolutions' widths (the second is D); S must be a multiple of 8; T may be
+    symbolic (the decoder is one ``scan``). The weights of all steps, (B, T, L), are recorded as ``attention``."""
 
     def __init__(self, vocab: int = captions.VOCAB, image_size: int = 24, channels: tuple = (16, 32),
                  embed_dim: int = 32, hidden: int = 64, attention_dim: int = 32, hard: bool = False, rng=None):
@@ -109,36 +109,48 @@ class ShowAttendTell(Module):
         mean = F.mean(annotations, axis=1)
         return F.tanh(self.init_h(mean)), F.tanh(self.init_c(mean))
 
-    def step(self, y_prev, state, annotations, noise=None):
-        """One word: (logits (B, V), (h_t, c_t), α_t (B, L), β_t (B, 1), s̃_t (B,) or None) from the previous
-        word (B,), state and the annotations (B, L, D); ``noise`` (B, L) is the hard model's Gumbel noise."""
+    def attend(self, state, annotations, noise=None):
+        """One word's read of the picture from h_{t−1}: (z_t (B, D), α_t (B, L), β_t (B, 1), the read weights
+        (α_t, or the hard model's one-hot s̃_t)); ``noise`` (B, L) is the hard model's Gumbel noise."""
         h, _ = state
         scores = self.score(F.expand_dims(h, 1), annotations)[:, 0]          # e_t (B, L)
         alpha = F.name(F.softmax(scores), "attention")
-        if self.hard:
-            locations = gumbel_max(scores, 0.0 if noise is None else noise)
-            read = F.astype(one_hot(locations, alpha), alpha.dtype)
-        else:
-            locations, read = None, alpha
+        read = F.astype(one_hot(gumbel_max(scores, 0.0 if noise is None else noise), alpha), alpha.dtype) \
+            if self.hard else alpha
         beta = F.sigmoid(self.gate(h))
-        z = beta * (F.expand_dims(read, 1) @ annotations)[:, 0]
+        return beta * (F.expand_dims(read, 1) @ annotations)[:, 0], alpha, beta, read
+
+    def logits(self, embedded, h, z):
+        """The deep output L_o tanh(E y_{t−1} + L_h h_t + L_z z_t), for one step (B, ·) or all (B, T, ·)."""
+        return self.out(F.tanh(embedded + self.out_h(h) + self.out_z(z)))
+
+    def step(self, y_prev, state, annotations, noise=None):
+        """One word: (logits (B, V), (h_t, c_t), α_t (B, L), β_t (B, 1), s̃_t (B,) or None) from the previous
+        word (B,), state and the annotations (B, L, D); ``noise`` (B, L) is the hard model's Gumbel noise."""
+        z, alpha, beta, read = self.attend(state, annotations, noise)
         embedded = self.embed(y_prev)
         state = self.cell(F.concat([embedded, z], axis=-1), state)
-        logits = self.out(F.tanh(embedded + self.out_h(state[0]) + self.out_z(z)))
-        return logits, state, alpha, beta, locations
+        return (self.logits(embedded, state[0], z), state, alpha, beta,
+                F.argmax(read, -1) if self.hard else None)
 
     def decode(self, images, captions_in, noise=None) -> Decoding:
-        """Teacher forcing over every position of ``captions_in`` (B, T); ``noise`` (B, T, L) for the hard model."""
+        """Teacher forcing over every position of ``captions_in`` (B, T); ``noise`` (B, T, L) for the hard model.
+        One scan over the embedded words (and the noise) carrying (h, c) and emitting h_t, z_t, α_t, β_t (and
+        the one-hot s̃_t); the deep output runs after it, on all T steps at once."""
         annotations = self.encode(images)
-        state = self.initial_state(annotations)
-        steps = []
-        for t in range(captions_in.shape[1]):
-            logits, state, alpha, beta, locations = self.step(captions_in[:, t], state, annotations,
-                                                              None if noise is None else noise[:, t])
-            steps.append((logits, alpha, beta[:, 0], locations))
-        logits, alpha, beta, locations = zip(*steps)
-        return Decoding(F.stack(logits, 1), F.stack(alpha, 1), F.stack(beta, 1),
-                        F.stack(locations, 1) if self.hard else None)
+        sampled = self.hard and noise is not None
+
+        def step(state, inputs):
+            embedded, noise_t = inputs if sampled else (inputs, None)
+            z, alpha, beta, read = self.attend(state, annotations, noise_t)
+            state = self.cell(F.concat([embedded, z], axis=-1), state)
+            return state, (state[0], z, alpha, beta, read)
+
+        embedded = self.embed(captions_in)
+        _, (h, z, alpha, beta, read) = F.scan(step, self.initial_state(annotations),
+                                              (embedded, noise) if sampled else embedded)
+        return Decoding(self.logits(embedded, h, z), F.name(alpha, "attention"), beta[..., 0],
+                        F.argmax(read, -1) if self.hard else None)
 
     def forward(self, images, captions_in, noise=None):
         decoding = self.decode(images, captions_in, noise)

@@ -120,6 +120,22 @@ def test_the_decoder_follows_the_papers_equations(hard):
     assert ((0 < beta) & (beta < 1)).all()
 
 
+@pytest.mark.parametrize("hard", [False, True], ids=["soft", "hard"])
+def test_teacher_forcing_is_one_scan_for_any_caption_length(hard):
+    """The decoder traces one scan with T symbolic, and gives what a concrete T gives."""
+    model, batch = model_and_batch(hard)
+    noise = {"noise": ag.Input(("B", "T", model.locations))} if hard else {}
+    graph = ag.trace(lambda images, captions_in, **n: tuple(x for x in model.decode(images, captions_in, **n)
+                                                            if x is not None),
+                     images=ag.Input(("B", 3, 24, 24)), captions_in=ag.Input(("B", "T"), "int64"), **noise)
+    assert sum(node.op == "scan" for node in graph.nodes) == 1
+    for length in (batch["captions_in"].shape[1], 3):
+        short = {"images": batch["images"], "captions_in": batch["captions_in"][:, :length],
+                 **({"noise": batch["noise"][:, :length]} if hard else {})}
+        for got, expected in zip(graph.compile()(**short), decoding(model, short)):
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
 def test_the_gating_scalar_scales_the_context():
     """β = σ(f_β(h)): with f_β's weights at 0, β = σ(bias) at every step; a closed gate (β → 0) leaves the
     words blind to the attended picture, while the initial state still sees it."""
