@@ -20,15 +20,16 @@ from ..core.api import trace
 from ..core.parameter import Parameter
 from ..core.tracing import Input
 from ..errors import ShapeError
-from ..nn import LSTM, Linear, LSTMCell, Module, init
+from ..nn import LSTM, Linear, LSTMCell, Module, Recurrent, init
 from ..nn.checks import sizes
 from . import tasks
 from .registry import ModelSpec, register
 
 
 def one_hot(indices, like):
-    """(..., n) rows with a 1 at each index of ``indices`` (...), of ``like``'s dtype, n its last axis."""
-    return F.one_hot(indices, like.shape[-1]).astype(like.dtype)
+    """(..., n) rows with a 1 at each index of ``indices`` (...), of ``like``'s dtype, n its last axis (which may
+    be symbolic)."""
+    return F.equal(F.expand_dims(indices, -1), F.arange(like, -1)).astype(like.dtype)
 
 
 class PointerNetwork(Module):
@@ -38,7 +39,7 @@ class PointerNetwork(Module):
 
     Each number is embedded as z_j = W_in x_j + b (``embed``); the encoder LSTM reads z_1 … z_n, the decoder
     LSTM is fed a learned ``start`` vector, then z of the position pointed at before. ``decode`` points
-    greedily. n must be concrete (the LSTMs are unrolled)."""
+    greedily. n may be symbolic (each LSTM is one ``scan``)."""
 
     def __init__(self, embed_dim: int = 16, hidden: int = 32, attention_dim: int = 32, rng=None):
         super().__init__()
@@ -51,9 +52,6 @@ class PointerNetwork(Module):
 
     def encode(self, numbers):
         """The embedded inputs z (B, n, E), encoder states e (B, n, H) and the decoder's first state."""
-        if isinstance(numbers.shape[-1], str):
-            raise ShapeError("a pointer network unrolls over its inputs and needs a concrete length: trace with "
-                             "e.g. ag.Input(('B', 5))")
         z = self.embed(F.expand_dims(numbers, -1))
         states, final = self.encoder(z)
         return z, states, final
@@ -66,17 +64,16 @@ class PointerNetwork(Module):
         return F.log_softmax(scores, mask=allowed), state
 
     def forward(self, numbers, order):
+        """Teacher forcing: the decoder's inputs (``start``, then z of order_{i−1}) and the positions each step
+        may point at are known before it runs, so the decoder LSTM is one scan over them (its input projection
+        all at once) and the pointer scores all n steps at once, (B, n steps, n positions)."""
         z, states, state = self.encode(numbers)
         chosen = one_hot(order, numbers)                       # (B, n steps, n positions)
-        z_prev = F.broadcast_to(self.start, (numbers.shape[0], self.start.shape[0]))
-        pointed = F.zeros_like(chosen[:, 0])
-        log_p = []
-        for i in range(numbers.shape[1]):
-            step_log_p, state = self.step(z_prev, state, states, F.equal(pointed, 0.0))
-            log_p.append(step_log_p)
-            z_prev = (F.expand_dims(chosen[:, i], -2) @ z)[:, 0]
-            pointed = pointed + chosen[:, i]
-        return F.stack(log_p, axis=1)
+        previous = F.eye(chosen.shape[1], k=-1, dtype=chosen.dtype) @ chosen      # row i: chosen[:, i − 1]; row 0: 0
+        inputs = previous @ z + F.expand_dims(1 - F.sum(previous, axis=-1), -1) * self.start
+        allowed = F.equal(F.cumsum(previous, axis=1), 0.0)     # not pointed at by the steps before
+        decoded, _ = Recurrent.unroll(self.decoder, inputs, None, reverse=False, state=state)
+        return F.log_softmax(self.pointer(decoded, states), mask=allowed)
 
     def decode(self, numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Greedy decoding: the permutation (B, n) that points at the most likely remaining position at each

@@ -15,7 +15,7 @@ from ..attention import AdditiveScore, Attention, DotScore, GeneralScore
 from ..core import functional as F
 from ..core.api import trace
 from ..core.tracing import Input, module_scope
-from ..nn import GRU, Embedding, GRUCell, Linear, Module
+from ..nn import GRU, Embedding, GRUCell, Linear, Module, Recurrent
 from ..nn.checks import integer, one_of, sizes
 from . import tasks
 from .registry import ModelSpec, register
@@ -174,11 +174,7 @@ class LuongSeq2Seq(Seq2Seq):
     def decode(self, tgt_in, state, memory, mask):
         """The decoder GRU as one scan over the embedded targets (their input projection all at once, as
         ``nn.Recurrent``), then the attention and the output layer on all T states together."""
-        def step(state, projected):
-            state = self.cell.step(projected, state)
-            return state, state
-
-        _, states = F.scan(step, state, self.cell.project(self.tgt_embed(tgt_in)))
+        states, _ = Recurrent.unroll(self.cell, self.tgt_embed(tgt_in), None, reverse=False, state=state)
         return self.attend(states, memory, mask)[0]
 
 

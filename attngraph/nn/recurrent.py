@@ -156,9 +156,10 @@ class Recurrent(Module):
         return join_features(states, backward_states), map_state(join_features, final, backward_final)
 
     @staticmethod
-    def unroll(cell: Module, x, mask, reverse: bool) -> tuple:
+    def unroll(cell: Module, x, mask, reverse: bool, state=None) -> tuple:
         """Apply ``cell`` at each time step, from the last to the first when ``reverse``, its input projected for
-        all steps at once; one ``scan`` node whose body is the cell's step, the outputs stacked in time order."""
+        all steps at once; one ``scan`` node whose body is the cell's step, the outputs stacked in time order.
+        ``state`` is the state before the first step (a decoder's, from its encoder); default zeros."""
         def step(state, inputs):
             projected, real = inputs if mask is not None else (inputs, None)
             new = cell.step(projected, state)
@@ -169,8 +170,8 @@ class Recurrent(Module):
             return state, F.where(real, hidden(state), 0.0)
 
         projected = cell.project(x)
-        final, states = F.scan(step, cell.initial_state(x), projected if mask is None else (projected, mask),
-                               reverse=reverse)
+        final, states = F.scan(step, cell.initial_state(x) if state is None else state,
+                               projected if mask is None else (projected, mask), reverse=reverse)
         return states, final
 
     def extra_repr(self) -> str:
