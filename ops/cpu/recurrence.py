@@ -65,8 +65,9 @@ def _compiled(source: str):
 
 def _source(graph) -> tuple[str, list]:
     inputs = list(graph.inputs.values())
-    carry, sequences = graph.inputs["carry"], [n for n in inputs if n.name[0] == "x"]
-    consts = [n for n in inputs if n.name[0] == "c" and n is not carry]
+    carry = graph.inputs["carry"]           # the others in the order the scan passes them: x0, x1, …, c0, c1, …
+    sequences = sorted((n for n in inputs if n.name[0] == "x"), key=lambda n: int(n.name[1:]))
+    consts = sorted((n for n in inputs if n.name[0] == "c" and n is not carry), key=lambda n: int(n.name[1:]))
     constants = [n for n in graph.nodes if n.op == "constant"]
     names = {carry: "carry", **{x: f"v{x.id}" for x in sequences}, **{c: c.name for c in consts}}
     names.update((n, f"k{j}") for j, n in enumerate(constants))

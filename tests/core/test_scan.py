@@ -148,12 +148,6 @@ def test_several_sequences_of_other_dtypes(rng):
     np.testing.assert_allclose(final, expected, rtol=1e-14)
 
 
-GENERATED_ARGUMENT_ORDER = pytest.mark.xfail(
-    strict=True, reason="ops/cpu/recurrence.py's generated loop takes the sequences in the optimized body's input "
-                        "order (x1 before x0 when x0 is read late or not at all) but is passed x0, x1, …")
-
-
-@GENERATED_ARGUMENT_ORDER
 def test_a_sequence_the_step_does_not_read(rng):
     x, y, h = rng.standard_normal((B, T, H)), rng.standard_normal((B, T, H)), rng.standard_normal((B, H))
     scanned, looped = both(lambda h, xy: (ag.tanh(h) + xy[1], None))
@@ -333,7 +327,6 @@ def test_gradients_of_parameters_and_of_work_hoisted_from_them_match_central_dif
                          rng.standard_normal((B, 3, H))).raise_if_failed()
 
 
-@GENERATED_ARGUMENT_ORDER
 def test_second_order_gradients_match_central_differences():
     """The VJP is made of scans and ordinary ops, so it has a gradient itself: d/d(h, x) of |∂L/∂h|² + |∂L/∂x|²."""
     rng = np.random.default_rng(9)
