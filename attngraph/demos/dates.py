@@ -3,8 +3,8 @@
 Task: ``Dates()`` — a day of 1950-2049 written in one of 20 formats ("3 May 1979", "05/03/79",
 "Thursday, May 3, 1979", "the 3rd of May 1979", "19790503", ...) → "1979-05-03". A date's split is
 fixed by the date itself, so none of the 2,000 evaluation dates (distinct, own seed) is ever seen in
-training, in any format. Sources are padded to 29 characters (the longest format; the recurrences are
-unrolled, so the length is fixed); targets are the 10 characters and </s>.
+training, in any format. Sources are padded to 29 characters (the longest format); targets are the 10
+characters and </s>.
 
 Model: ``BahdanauSeq2Seq`` (Bahdanau et al. 2015): character embeddings of 32, a bidirectional GRU
 encoder and a GRU decoder of 64 units each, additive attention vᵀ tanh(W s + U h) from the previous

@@ -6,7 +6,7 @@ negative reviews, one sentence per line, in a zip or folder with pos/ and neg/).
 out (``LabelledText.split``) and touched only for the final evaluation; 10% of the rest is a validation
 set that picks the checkpoint. Words are lower-cased tokens; the vocabulary is the training words seen
 at least twice. A review keeps its last 32 sentences (where the verdict usually is) and every sentence
-its first 32 words (the GRUs are unrolled, so documents are padded to 32 × 32).
+its first 32 words (documents are padded to 32 × 32).
 
 Model: ``HAN`` — word embeddings of 64, a bidirectional word GRU of 2 × 32 and word attention, a
 bidirectional sentence GRU of 2 × 32 and sentence attention (attention dimensions 32), a linear layer

@@ -25,8 +25,8 @@ class HAN(Module):
         p    = softmax(W_c v + b_c)
 
     ``PAD`` (0) pads words at the end of a sentence and whole sentences at the end of a document; both
-    levels are masked, and a sentence is padding when its first word is. S and W must be concrete (the
-    GRUs are unrolled); B may be symbolic. The weights are recorded under ``word_attention``
+    levels are masked, and a sentence is padding when its first word is. B, S and W may be symbolic (each
+    GRU direction is one ``scan``). The weights are recorded under ``word_attention``
     (B·S, 1, W) and ``sentence_attention`` (B, 1, S)."""
 
     def __init__(self, vocab: int, embed_dim: int = 32, word_hidden: int = 32, sentence_hidden: int = 32,

@@ -19,7 +19,7 @@ class StructuredClassifier(Module):
     A bidirectional LSTM reads the sentence into H (B, n, 2u); ``hops`` attention rows
     A = softmax(W_s2 tanh(W_s1 Hᵀ)) give the embedding matrix M = AH (B, hops, 2u), which is flattened and
     classified by a one-hidden-layer ReLU MLP (section 2). ``PAD`` (0) positions get no attention.
-    n must be concrete (the LSTM is unrolled). Train with ``loss``, which adds the penalty on A."""
+    n may be symbolic (each LSTM direction is one ``scan``). Train with ``loss``, which adds the penalty on A."""
 
     def __init__(self, vocab: int, embed_dim: int = 32, hidden: int = 32, attention_dim: int = 32, hops: int = 4,
                  mlp_hidden: int = 64, classes: int = 2, penalty: float = 1.0, rng=None):

@@ -25,6 +25,9 @@ def test_han_gives_a_padded_document_the_logits_of_the_unpadded_one():
     np.testing.assert_array_equal(maps["word_attention"].reshape(3, 5)[padded[0] == PAD], 0)
     np.testing.assert_allclose(maps["word_attention"].sum(-1).ravel(), [1, 1, 0], rtol=1e-6)
     np.testing.assert_array_equal(maps["sentence_attention"][0, 0, 2], 0)
+    symbolic = ag.trace(han, documents=ag.Input(("B", "S", "W"), "int64")).compile()
+    np.testing.assert_allclose(symbolic(documents=document), logits_of(han, documents=document), rtol=1e-5)
+    np.testing.assert_allclose(symbolic(documents=padded), logits_of(han, documents=padded), rtol=1e-5)
 
 
 def test_structured_classifier_ignores_padding_and_adds_the_penalty_to_its_loss():
@@ -33,6 +36,8 @@ def test_structured_classifier_ignores_padding_and_adds_the_penalty_to_its_loss(
     logits, weights = ag.trace(model, tokens=tokens).compile()(tokens=tokens)
     short_logits = logits_of(model, tokens=tokens[:1, :3])
     np.testing.assert_allclose(logits[:1], short_logits, rtol=1e-5)
+    symbolic = ag.trace(model, tokens=ag.Input(("B", "n"), "int64")).compile()
+    np.testing.assert_allclose(symbolic(tokens=tokens[:1, :3])[0], short_logits, rtol=1e-5)
     np.testing.assert_array_equal(weights[0, :, 3:], 0)
     p = np.exp(logits - logits.max(-1, keepdims=True))
     cross_entropy = -np.mean(np.log(p[[0, 1], labels] / p.sum(-1)))
