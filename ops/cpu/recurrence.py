@@ -139,7 +139,9 @@ def _scalar_ops(graph) -> list[str]:
 
 
 def _fused(node, args):
-    """The fused node's scalar function (``f<id>``) in a loop nest over its output (as ops/cpu/fused.py's kernel)."""
+    """The fused node's scalar function (``f<id>``) in a loop nest over its output (as ops/cpu/fused.py's kernel). Each
+    input is read C-contiguous, a view (a gate's columns) copied: numba's loops over strided views do not vectorize
+    (a GRU's gates on (192, 64): 206 µs from views, 18 µs from copies)."""
     program, reads, views = node.attrs["program"], node.attrs["reads"], node.attrs["views"]
     name, rank = f"v{node.id}", len(node.shape)
     function = scalar_source(program, len(args)).replace("def fused(", f"def f{node.id}(", 1)
@@ -147,7 +149,7 @@ def _fused(node, args):
     index = [f"i{axis}" for axis in range(rank)]
     loads = ", ".join(f"{s}[{', '.join(index[a] if a >= 0 else '0' for a in r)}]" if r else s
                       for s, r in zip(sources, reads))
-    lines = [f"{s} = {a}[()]" if not r else f"{s} = {a}" if view is None else f"{s} = {a}[{_index(view)}]"
+    lines = [f"{s} = {a}[()]" if not r else f"{s} = np.ascontiguousarray({a if view is None else f'{a}[{_index(view)}]'})"
              for s, a, r, view in zip(sources, args, reads, views)]
     lines.append(f"{name} = np.empty({_dims(node.shape)}, np.{program[-1][2] if program[-1][2] != 'bool' else 'bool_'})")
     lines += [f"{'    ' * a}for i{a} in range({name}.shape[{a}]):" for a in range(rank)]
