@@ -63,13 +63,13 @@ def test_render_and_summary_of_a_model_file(capsys, tmp_path):
     assert code == 0 and text.splitlines()[2].split()[:3] == ["embed", "1", "B×T"]
 
 
-def test_render_rolls_the_steps_of_a_loop_unless_unrolled(capsys, tmp_path):
-    """Show-Attend-Tell decodes 10 words: one step drawn ×10 by default, all 10 with --unroll."""
-    for option in ("--roll", "--unroll"):
+def test_render_draws_a_time_loop_as_one_scan_box_and_its_body_on_request(capsys, tmp_path):
+    """Show-Attend-Tell decodes 10 words in one scan: one box 'scan ×10', rolled or not; --bodies draws the step."""
+    for option in ("--roll", "--unroll", "--bodies"):
         assert run(capsys, "render", "show-attend-tell", "--tiny", option, "--out", str(tmp_path / f"{option}.dot"))[0] == 0
-    rolled, unrolled = ((tmp_path / f"{option}.dot").read_text() for option in ("--roll", "--unroll"))
-    assert 'label="step ×10"' in rolled and "(call" not in rolled
-    assert "step ×" not in unrolled and all(f"(call {k} of 10)" in unrolled for k in range(1, 11))
+    rolled, unrolled, bodies = ((tmp_path / f"{option}.dot").read_text() for option in ("--roll", "--unroll", "--bodies"))
+    assert all("scan ×10" in text and "(call" not in text for text in (rolled, unrolled))
+    assert bodies.count("cell") > rolled.count("cell")                 # the step's LSTM cell, op by op
 
 
 def test_check_grads(capsys):
