@@ -9,6 +9,7 @@ from attngraph.nn import GRU, LSTM, GRUCell
 from ops.cpu import recurrence
 
 B, T, S, IN, H = 3, 4, 5, 6, 8
+COVERS = {"scan"}       # on every device: test_a_masked_encoder_on_every_device_is_the_cpus
 
 
 def encoder_loss(kind, bidirectional, masked):
@@ -95,3 +96,13 @@ def test_a_body_with_an_op_it_cannot_write_runs_step_by_step():
     for t in range(T):
         h = np.tanh(h + table[ids[:, t]])
     np.testing.assert_allclose(graph.compile()(x=x, ids=ids), h, rtol=1e-6)
+
+
+def test_a_masked_encoder_on_every_device_is_the_cpus(device):
+    """The loss and gradients of a masked bidirectional GRU: the CPU's generated loops, the body per step elsewhere."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, IN)).astype(np.float32)
+    mask = np.array([[True, True, False], [True, True, True]])
+    graph = ag.trace(encoder_loss("gru", True, True), x=x, mask=mask).grad()
+    for a, b in zip(graph.compile(device.name)(x=x, mask=mask), graph.compile("cpu")(x=x, mask=mask)):
+        np.testing.assert_allclose(a, b, rtol=2e-6, atol=2e-6)
