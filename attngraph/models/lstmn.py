@@ -40,15 +40,12 @@ def blank(x, length: int, size: int):
 class LSTMN(Module):
     """states, final, weights = LSTMN(input_size, hidden_size, attention_size)(x, mask=None).
 
-    x (B, T, input_size), T concrete; ``mask`` (B, T) is True at real steps. ``states`` (B, T, H) are the
+    x (B, T, input_size) with T concrete; ``mask`` (B, T) is True at real steps. ``states`` (B, T, H) are the
     h_t (zero at padded steps), ``final`` the (h, c) of the last real step, ``weights`` (B, T, T) the s_i^t of
     the module docstring: row t sums to one over the real i < t, and is zero at t = 0 and at padded steps. At
     a padded step the state is carried over, as in ``nn.Recurrent``, and padded steps are never attended to.
-    The weights are also recorded as ``"attention"`` under this module's scope, so ``inspect.attention_maps``
-    gives the heatmap.
-
-    The recurrence is one ``scan`` (``step``) whose carry holds the tape: T slots of [h_i; c_i] and of the keys
-    W_h h_i + b, step t writing slot t, so T must be concrete.
+    Each step's weights (B, 1, T) are also recorded as ``"attention"`` under this module's scope, so
+    ``inspect.attention_maps`` gives the T rows of the heatmap.
 
     Parameters: ``w_h`` (W_h with the bias), ``w_x`` and ``w_summary`` (W_x, W_h̃) into the attention size,
     ``v``, and ``cell``, the LSTM gates on [h̃_t; x_t]."""
@@ -66,37 +63,35 @@ class LSTMN(Module):
     def forward(self, x, mask=None):
         length = x.shape[1]
         if isinstance(length, str):
-            raise ShapeError(f"an LSTMN carries a tape of its T steps and needs a concrete length, not {length!r}: "
+            raise ShapeError(f"an LSTMN unrolls over time and needs a concrete length, not {length!r}: "
                              "trace with e.g. ag.Input(('B', 12, dim))")
         allowed = np.tri(length, k=-1, dtype=bool)[None]                 # allowed[:, t, i]: i < t
         if mask is not None:
             allowed = F.expand_dims(mask, -1) & F.expand_dims(mask, -2) & allowed
-        steps = (x.shape[0], length, length)
-        sequences = (self.cell.project(x), self.w_x(x), F.broadcast_to(np.eye(length, dtype=x.dtype), steps),
-                     F.broadcast_to(allowed, steps), *(() if mask is None else (mask,)))
-        start = (*(zeros(x, self.hidden_size),) * 3,                     # h, c, h̃ before the first step
-                 blank(x, length, self.v.shape[0]), blank(x, length, 2 * self.hidden_size))
-        (*state, _, _), (states, weights) = F.scan(self.step, start, sequences)
-        return states, tuple(state[:2]), F.name(weights, "attention")
-
-    def step(self, carry, inputs):
-        """Step t of the scan: carry (h, c, h̃, keys W_h h_i + b, tape [h_i; c_i]), the tape's slots i < t written
-        and the others zero; inputs t's gate and score terms of x_t, the one-hot slot t, the allowed i and, with a
-        mask, whether t is real. Writes slot t; emits h_t (zero at a padded step) and s^t."""
-        h, c, summary, keys, tape = carry
-        gates_x, scores_x, slot, allowed, *real = inputs
-        query = F.expand_dims(scores_x + self.w_summary(summary), 1)
-        context, weights = attend(F.expand_dims(F.tanh(keys + query) @ self.v, 1), tape, allowed)
-        new_summary, c_summary = F.split(context[:, 0], self.hidden_size, axis=-1)
-        new = (*self.cell.step(gates_x, (new_summary, c_summary)), new_summary)
-        kept = F.expand_dims(real[0], -1) if real else None
-        if real:
-            new = tuple(F.where(kept, n, old) for n, old in zip(new, (h, c, summary)))
-        h, c, summary = new
-        slot = F.expand_dims(slot, -1)
-        keys = keys + slot * F.expand_dims(self.w_h(h), 1)
-        tape = tape + slot * F.expand_dims(F.concat([h, c], axis=-1), 1)
-        return (h, c, summary, keys, tape), (F.where(kept, h, 0.0) if real else h, weights[:, 0])
+        gates_x, scores_x = self.cell.project(x), self.w_x(x)            # the input's terms, all steps at once
+        state = (zeros(x, self.hidden_size),) * 3                        # h, c, h̃ before the first step
+        keys, tape, states, weights = [], [], [], []     # keys W_h h_i + b and tape [h_i; c_i], for i < t
+        for t in range(length):
+            h, c, summary = state
+            if t:
+                keys.append(F.expand_dims(self.w_h(h), 1))
+                tape.append(F.expand_dims(F.concat([h, c], axis=-1), 1))
+            query = F.expand_dims(scores_x[:, t] + self.w_summary(summary), 1)
+            scores = F.tanh(F.concat([*keys, blank(x, length - t, query.shape[-1])], axis=1) + query) @ self.v
+            context, step_weights = attend(F.expand_dims(scores, 1),
+                                           F.concat([*tape, blank(x, length - t, 2 * self.hidden_size)], axis=1),
+                                           allowed[:, t])
+            summary, c_summary = F.split(context[:, 0], self.hidden_size, axis=-1)
+            new = (*self.cell.step(gates_x[:, t], (summary, c_summary)), summary)
+            if mask is None:
+                state, output = new, new[0]
+            else:
+                real = F.expand_dims(mask[:, t], -1)
+                state = tuple(F.where(real, n, old) for n, old in zip(new, state))
+                output = F.where(real, state[0], 0.0)
+            states.append(F.expand_dims(output, 1))
+            weights.append(step_weights)
+        return F.concat(states, axis=1), state[:2], F.concat(weights, axis=1)
 
 
 class LSTMNClassifier(Module):
