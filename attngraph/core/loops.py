@@ -236,7 +236,7 @@ def trace_body(step: Callable, carry: tuple, dtype, slices: Sequence[tuple], kno
     consts = given if fixed else list(dict.fromkeys(x for n in graph.nodes if n in varying and n.kind == "call"
                                                     for x in n.inputs if x not in varying and x.op != "constant"))
     body = Body(_rebuilt(graph, out, [carry_node, *slice_nodes], consts, varying), len(slices),
-                batched if fixed else tuple(c.shape[:1] == (ROWS,) for c in consts))
+                batched if fixed else tuple(c.shape[:1] == (ROWS,) for c in consts), trace_body)
     return body if fixed else (body, _outer_values(graph, consts, sources, batch))
 
 

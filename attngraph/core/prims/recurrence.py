@@ -42,10 +42,11 @@ ROWS = "rows"           # the body's batch: bound to B in the loop and to B·T i
 class Body:
     """A step as a graph: inputs ``carry`` (rows, C), ``x0`` … (one time step of each sequence), ``c0`` … (the
     constants, ``batched[j]`` when cʲ is (rows, …)); one output (rows, P), whose first C columns are the next carry.
-    Compiled once per device and mode."""
+    Compiled once per device and mode. ``trace`` is how bodies are traced (core/loops.py's ``trace_body``, given here so
+    that this module does not import the API built on it): the carry's gradient is a body traced from this one."""
 
-    def __init__(self, graph: Graph, sequences: int, batched: tuple[bool, ...]):
-        self.graph, self.sequences, self.batched = graph, sequences, tuple(batched)
+    def __init__(self, graph: Graph, sequences: int, batched: tuple[bool, ...], trace: Callable):
+        self.graph, self.sequences, self.batched, self.trace = graph, sequences, tuple(batched), trace
         self.carry_size = graph.inputs["carry"].shape[1]
         self.width = graph.outputs[0].shape[1]
         self._programs: dict = {}
@@ -102,14 +103,13 @@ class Body:
         this body's. Returns c_t = (∂out_t/∂carry_{t−1})ᵀ a_t (see the module docstring)."""
         if self._carry_vjp is None:
             from ..autodiff import gradients
-            from ..loops import trace_body
             inputs = [self.graph.inputs[name] for name in self.names]
             carry, seqs, consts = inputs[0], inputs[1:1 + self.sequences], inputs[1 + self.sequences:]
 
             def step(later, previous, g, *rest):
                 out = inline(self, previous, rest[:self.sequences], rest[self.sequences:])
                 return gradients(F.sum(out * with_carry(g, later)), [previous])[0]
-            self._carry_vjp = trace_body(step, carry.shape[1:], carry.dtype,
+            self._carry_vjp = self.trace(step, carry.shape[1:], carry.dtype,
                                          [(carry.shape[1:], carry.dtype), (self.graph.outputs[0].shape[1:], carry.dtype),
                                           *((x.shape[1:], x.dtype) for x in seqs)],
                                          [(c.shape, c.dtype) for c in consts], self.batched)
