@@ -166,20 +166,23 @@ class Lifting:
 
     def __init__(self, outer: Graph, graph: Graph, batch, enclosing: "Lifting | None"):
         self.outer, self.graph, self.batch, self.enclosing = outer, graph, batch, enclosing
-        self.sources: dict[Node, Node] = {}         # a body input -> the enclosing trace's node it stands for
+        self.inputs: dict[Node, Node] = {}          # the enclosing trace's node -> the body's input standing for it
 
     def lift(self, node: Node) -> Node | None:
         if not owns(self.outer, node):
             node = self.enclosing.lift(node) if self.enclosing is not None else None
             if node is None:
                 return None
-        lifted = next((n for n, source in self.sources.items() if source is node), None)
-        if lifted is None:
+        if node not in self.inputs:
             batched = self.batch is not None and node.shape[:1] == (self.batch,) and _from_inputs(node)
-            lifted = self.graph.add("input", (), {}, (ROWS, *node.shape[1:]) if batched else node.shape, node.dtype,
-                                    name=f"l{len(self.sources)}", scope=node.scope)
-            self.sources[lifted] = node
-        return lifted
+            self.inputs[node] = self.graph.add("input", (), {}, (ROWS, *node.shape[1:]) if batched else node.shape,
+                                               node.dtype, name=f"l{len(self.inputs)}", scope=node.scope)
+        return self.inputs[node]
+
+    @property
+    def sources(self) -> dict[Node, Node]:
+        """Each body input made so far -> the enclosing trace's node it stands for."""
+        return {lifted: node for node, lifted in self.inputs.items()}
 
     def rows(self, shape, source=None) -> tuple:
         """``shape`` with the enclosing batch as ``rows``: a symbolic batch wherever it is a factor, a concrete one as

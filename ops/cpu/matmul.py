@@ -29,6 +29,7 @@ products of up to 2**15 multiply-adds each (outer products, K = 1, aside) go to 
 loop takes them several times faster than a BLAS call each.
 """
 import ctypes
+import functools
 import math
 import os
 
@@ -123,9 +124,7 @@ def with_serial_blas(kernel):
     making many small products in a row (a time loop's), where waking BLAS's threads for each costs more than it saves
     (a (192, 64) @ (64, 192) product in a loop: 3.3 ms a call on BLAS's threads with the machine busy, 0.12 ms on one).
     ``kernel`` itself where SciPy's OpenBLAS cannot be found or held."""
-    import scipy.linalg  # noqa: F401  (numba's np.dot loads SciPy's BLAS through it)
-    library = _openblas("scipy")
-    set_threads = getattr(library, "openblas_set_num_threads_local", None)
+    set_threads = _scipy_blas_threads()
     if set_threads is None:
         return kernel
 
@@ -136,6 +135,13 @@ def with_serial_blas(kernel):
         finally:
             set_threads(threads)
     return run
+
+
+@functools.cache
+def _scipy_blas_threads():
+    """SciPy's ``openblas_set_num_threads_local`` (OpenBLAS ≥ 0.3.27), or None."""
+    import scipy.linalg  # noqa: F401  (numba's np.dot loads SciPy's BLAS through it)
+    return getattr(_openblas("scipy"), "openblas_set_num_threads_local", None)
 
 
 def _batch_index(shape, batch):

@@ -70,6 +70,23 @@ def test_attention_steps_generated_equal_stepped(score, monkeypatch):
     assert all(np.abs(g).max() > 0 for g in generated[1:])
 
 
+def test_a_symbolic_size_named_like_the_loops_own_variables():
+    """A memory of symbolic length ``t`` (the generated loop's time index is ``t`` too) is read at its length."""
+    rng = np.random.default_rng(5)
+    attention = Attention(GeneralScore(H, H, rng=rng))
+
+    def run(h, x, memory):
+        return ag.scan(lambda s, x_t: (ag.tanh(attention(s, memory)[0] + x_t), None), h, x)[0]
+    h, x = rng.standard_normal((B, H)).astype(np.float32), rng.standard_normal((B, T, H)).astype(np.float32)
+    memory = rng.standard_normal((B, S, H)).astype(np.float32)
+    graph = ag.trace(run, h=ag.Input(("B", H)), x=ag.Input(("B", T, H)), memory=ag.Input(("B", "t", H)))
+    expected = h
+    for step in range(T):
+        expected = ag.trace(lambda s, x_t: ag.tanh(attention(s, memory)[0] + x_t), s=expected, x_t=x[:, step]) \
+            .compile()(s=expected, x_t=x[:, step])
+    np.testing.assert_allclose(graph.compile()(h=h, x=x, memory=memory), expected, rtol=1e-5, atol=1e-6)
+
+
 def test_every_body_of_the_models_is_generated():
     """The bodies of a GRU/LSTM encoder and of an attention step, and of their gradients, are all written."""
     for loss in (encoder_loss("gru", True, True), encoder_loss("lstm", False, False), attention_loss("additive")):
