@@ -24,7 +24,7 @@ from ..errors import DTypeError, ShapeError, TracingError
 from . import tensor as F
 from .dims import divide, format_shape, multiply, symbols
 from .graph import Graph, Node
-from .prims.recurrence import ROWS, Body, rows_as
+from .body import ROWS, Body, rows_as
 from .tracing import STATE, current_graph, owns, parameter_node, scope, user_source
 
 __all__ = ["scan"]
@@ -210,37 +210,31 @@ def _tracing_into(graph: Graph, lift: Lifting):
         STATE.graph, STATE.parameters, STATE.grad_of, STATE.lift = saved
 
 
-def trace_body(step: Callable, carry: tuple, dtype, slices: Sequence[tuple], known: Sequence[tuple] | None = None,
-               batched: Sequence[bool] = (), batch=None) -> Body | tuple[Body, list]:
-    """``step(carry, *slices, *known)`` traced into a ``Body``. ``carry`` is the carry's shape past the batch and
-    ``slices`` (shape past the batch, dtype) of one step of each sequence.
-
-    With ``known`` constants (a list of (shape, dtype), maybe empty; ``batched`` ones (B, …) becoming (rows, …)), the
-    Body alone is returned, its constants those, in order. Without, its constants are what the step reads of the
+def trace_body(step: Callable, carry: tuple, dtype, slices: Sequence[tuple], batch=None) -> tuple[Body, list]:
+    """``step(carry, *slices)`` traced into a ``Body``. ``carry`` is the carry's shape past the batch and ``slices``
+    (shape past the batch, dtype) of one step of each sequence. The body's constants are what the step reads of the
     enclosing trace (a tensor of ``batch`` rows computed from an input is batched) and its parameters, the work on them
-    alone hoisted out of the loop, and (Body, their tensors in the enclosing trace) is returned."""
-    graph, outer, fixed = Graph(), current_graph(), known is not None
+    alone hoisted out of the loop; returns (Body, their tensors in the enclosing trace)."""
+    graph, outer = Graph(), current_graph()
     carry_node = graph.add("input", (), {}, (ROWS, *carry), dtype, name="carry")
     slice_nodes = [graph.add("input", (), {}, (ROWS, *shape), dt, name=f"x{i}") for i, (shape, dt) in enumerate(slices)]
-    given = [graph.add("input", (), {}, (ROWS, *shape[1:]) if flag else shape, dt, name=f"k{j}")
-             for j, ((shape, dt), flag) in enumerate(zip(known or (), batched))]
     lifting = Lifting(outer, graph, batch, STATE.lift)
     with _tracing_into(graph, lifting):
-        out = F.as_node(step(*map(F.Tensor, [carry_node, *slice_nodes, *given])))
+        out = F.as_node(step(*map(F.Tensor, [carry_node, *slice_nodes])))
     if len(out.shape) != 2 or out.shape[0] != ROWS or out.shape[1] < carry[0]:
         raise TracingError(f"a scan's step must return rows (B, ≥ {carry[0]}), got {out.describe()}")
     sources = {**lifting.sources, **{node: node.value for node in graph.nodes if node.op == "parameter"}}
     varying = {carry_node, *slice_nodes}
     for node in graph.nodes:
-        if node.kind == "call" and (fixed or any(x in varying for x in node.inputs)):
+        if node.kind == "call" and any(x in varying for x in node.inputs):
             varying.add(node)
     if out not in varying:
         raise TracingError("a scan's step returned something that depends on neither the carry nor the time step")
-    consts = given if fixed else list(dict.fromkeys(x for n in graph.nodes if n in varying and n.kind == "call"
-                                                    for x in n.inputs if x not in varying and x.op != "constant"))
+    consts = list(dict.fromkeys(x for n in graph.nodes if n in varying and n.kind == "call"
+                                for x in n.inputs if x not in varying and x.op != "constant"))
     body = Body(_rebuilt(graph, out, [carry_node, *slice_nodes], consts, varying), len(slices),
-                batched if fixed else tuple(c.shape[:1] == (ROWS,) for c in consts), trace_body)
-    return body if fixed else (body, _outer_values(graph, consts, sources, batch))
+                [c.shape[:1] == (ROWS,) for c in consts])
+    return body, _outer_values(graph, consts, sources, batch)
 
 
 def _from_inputs(node: Node) -> bool:

@@ -36,7 +36,7 @@ from ops.shapes import extras, heads_swap, scores_shape
 from ..core.dims import Dim, is_symbolic, multiply, symbols
 from ..core.graph import Graph, Node, graph_method
 from ..core.passes import unfuse
-from ..core.prims.recurrence import ROWS, Body, rows_as
+from ..core.body import ROWS, Body, rows_as
 from ..errors import BindingError, ExportError
 from ..version import __version__
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from ..core.dims import resolve, symbols
 from ..core.graph import Graph, Node, graph_method
-from ..core.prims.recurrence import rows_as
+from ..core.body import rows_as
 from .calls import Call, ancestors, call_paths, is_backward, short_name
 from .flops import binding, describe_binding, format_bytes, format_count, loop_flops, node_bytes, node_flops
 from .table import table

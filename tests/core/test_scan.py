@@ -338,6 +338,24 @@ def test_second_order_gradients_match_central_differences():
     gradcheck(penalty, rng.standard_normal((B, H)), rng.standard_normal((B, 3, H))).raise_if_failed()
 
 
+
+def test_the_gradient_runs_the_forward_once_and_reads_its_residuals(rng):
+    """The compiled gradient of a GRU scan holds two loops: the forward, extended with the residuals (the gates) and
+    run as the user's loop too (passes/scans.py), whose loss is the forward graph's bit for bit; and the reverse loop,
+    which computes no sigmoid or tanh (it reads them) and no weight gradient (done after it, over all B·T rows)."""
+    cell = GRUCell(IN, H, rng)
+    inputs = dict(h=rng.standard_normal((B, H)).astype(np.float32), x=rng.standard_normal((B, T, IN)).astype(np.float32))
+    traced = ag.trace(lambda h, x: loss(*ag.scan(gru_step(cell), h, x)), **inputs)
+    executable = traced.grad().compile()
+    scans = sorted((n for n in executable.graph.nodes if n.op == "scan"), key=lambda n: n.attrs["reverse"])
+    assert [n.attrs["reverse"] for n in scans] == [False, True]
+    forward, backward = (n.attrs["body"] for n in scans)
+    assert forward.base is not None and forward.width > forward.base.width
+    reverse_ops = {n.op for n in backward.graph.nodes}
+    assert not reverse_ops & {"sigmoid", "tanh"} and "matmul" in reverse_ops
+    assert all(n.shape[0] == "rows" for n in backward.graph.nodes if n.op == "matmul")
+    np.testing.assert_array_equal(executable(**inputs)[0], traced.compile()(**inputs))
+
 # ------------------------------------------------------------------------------------------------------ bad inputs
 
 

@@ -92,10 +92,10 @@ def test_the_backward_pass_of_a_scan_is_drawn():
     encoder = GRU(4, 8)
     grads = ag.trace(lambda x: ag.sum(encoder(x)[0]), x=ag.Input(("B", 3, 4))).grad()
     scans = [n for n in grads.nodes if n.op == "scan"]
-    assert len(scans) == 2                                 # the forward loop and its carry's gradient, reversed
-    for view in ("forward", "backward", "both"):
+    assert len(scans) == 3      # the forward loop; its gradient's: the forward keeping residuals, the reverse loop
+    for view, count in (("forward", 1), ("backward", 2), ("both", 3)):
         drawn = boxes(to_svg(grads, view=view, bodies=True))
-        assert sum(texts[0] == "scan ×3" for texts in drawn.values()) == (2 if view == "both" else 1)
+        assert sum(texts[0] == "scan ×3" for texts in drawn.values()) == count
 
 
 def test_the_viewer_lists_the_body(graph, scan):

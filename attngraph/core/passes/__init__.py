@@ -6,6 +6,7 @@ written as one loop over the nodes (see ``rewrite``):
   fuse_attention  composed attention (and its gradient) into the fused flash-style primitive
   read_heads_in_place  attention over heads split from projections made to read them where they are
   simplify        transpose and reshape chains composed, broadcasts left to the kernels, x·1, x+0 dropped
+  share_scans     a time loop and its gradient's forward loop (the same, keeping residuals) run as one
   cse             duplicate computations merged
   dce             nodes that no output depends on dropped
   fuse_elementwise  chains of elementwise ops made one generated kernel each (``fused``; ``unfuse`` undoes it)
@@ -25,9 +26,10 @@ from .dce import dce
 from .fold import fold
 from .fuse import fuse
 from .fuse_elementwise import fuse_elementwise, unfuse
+from .scans import share_scans
 from .simplify import simplify
 
-PASSES = (fold, fuse, fuse_attention, read_heads_in_place, simplify, cse, dce, fuse_elementwise)
+PASSES = (fold, fuse, fuse_attention, read_heads_in_place, simplify, share_scans, cse, dce, fuse_elementwise)
 
 
 def optimize(graph: Graph, elementwise: bool = True) -> Graph:

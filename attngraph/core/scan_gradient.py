@@ -1,0 +1,249 @@
+"""The gradient of a ``scan`` (core/prims/recurrence.py), planned on the body's own VJP, as JAX's partial evaluation
+of ``scan`` plans it.
+
+The body's VJP graph V (``Gradient.vjp``) takes a step's inputs (carry_{t−1}, x_t, c) and a_t, the cotangent of its
+output row, and computes ∂carry_{t−1}, ∂x_t and ∂c of Σ out_t·a_t. Its nodes are of three kinds: the constant ones
+(computed from c alone), the forward ones (from carry_{t−1} or x_t, not a_t) and the backward ones (from a_t). With
+g the gradient of the scan's output (B, T, P), the gradient runs in three parts:
+
+1. forward, extended (``wide``): the step emits, after its P columns, the forward values the backward nodes read —
+   the residuals (a GRU's gates, the carry it started from; not what a cheap elementwise op makes of them, which is
+   recomputed); passes/scans.py makes the user's loop this one, so the
+   forward runs once;
+2. a loop in the other direction (``reverse``) carries ∂carry: with a_t = g_t + [∂carry_t; 0], step t computes what
+   ∂carry_{t−1} needs, reading the residuals instead of recomputing the forward, and emits the backward values that
+   part 3 reads (a GRU's gate gradients); its constants (a transposed weight) are computed once, before it;
+3. everything else — ∂x_t, and ∂c whose sums over the steps are the weight gradients — once, for all B·T rows
+   together: one large product per weight instead of T small ones, as cuDNN computes a GRU's weight gradients (the
+   sums over t taken in another order than the unrolled graph's: equal up to rounding). A batched constant (B, …) is
+   repeated over T only when this part reads it, and its gradient is summed back over T.
+
+A value passes between the parts as columns of a row, so only one of concrete size past the batch, of the scan's
+dtype, and not a layout of another (a reshape, slice or transpose: its readers recompute it, often absorbing it)
+passes; any other is recomputed where it is needed.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from . import tensor as F
+from .body import ROWS, Body, replay, rows_as
+from .graph import Graph, Node
+from .primitive import lookup
+from .tracing import add_node, add_output, building
+
+LAYOUT = {"reshape", "getitem", "broadcast_to", "transpose"}    # recomputed by their readers, rather than stored
+READ, COMPUTE = True, False
+
+
+class Gradient:
+    """The plan of a body's gradient: V, the extended forward body, the reverse body and what passes between them."""
+
+    def __init__(self, body: Body):
+        from .autodiff import gradients
+        self.body, graph = body, Graph()
+        dtype = body.graph.outputs[0].dtype
+        with building(graph):
+            self.inputs = [add_node("input", (), {}, x.shape, x.dtype, name=x.name) for x in body.inputs]
+            self.a = add_node("input", (), {}, (ROWS, body.width), dtype, name="a")
+            self.out = F.as_node(replay([body.graph.outputs[0].inputs[0]],
+                                        dict(zip(body.inputs, map(F.Tensor, self.inputs))))[0])
+            floats = [x for x in self.inputs if x.dtype.kind == "f"]
+            grads = dict(zip(floats, map(F.as_node, gradients(F.sum(F.Tensor(self.out) * F.Tensor(self.a)),
+                                                                   list(map(F.Tensor, floats))))))
+        self.vjp = graph
+        self.grads = [grads.get(x) for x in self.inputs]           # ∂carry, ∂x_i …, ∂c_j … (None: not a float)
+        self.dtype, self.carry = dtype, self.inputs[0]
+        self.xs = self.inputs[1:1 + body.sequences]
+        self.consts = self.inputs[1 + body.sequences:]
+        self.forward, self.backward = set(self.inputs[:1 + body.sequences]), {self.a}
+        for node in graph.nodes:
+            if node.kind == "call" and any(x in self.backward for x in node.inputs):
+                self.backward.add(node)
+            elif node.kind == "call" and any(x in self.forward for x in node.inputs):
+                self.forward.add(node)
+        self.stored: list[Node] = []
+        in_loop = walk([self.grads[0]], self._loop_reads)
+        self.loop_reads = in_loop.reads
+        self.loop_constants = [n for n in graph.nodes if n in in_loop.reads and self.constant(n)]
+        self.loop_xs = [i for i, x in enumerate(self.xs) if x in in_loop.reads]
+        self.reads_a = self.a in in_loop.reads
+        self.frontier: list[Node] = []
+        self.after = walk([d for d in self.grads[1:] if d is not None], lambda n: self._after_reads(n, in_loop.computed))
+        self.wide = self._wide()
+        self.reverse = self._reverse()
+
+    def constant(self, node: Node) -> bool:
+        return node not in self.forward and node not in self.backward and node.op != "constant"
+
+    def passable(self, node: Node) -> bool:
+        """Whether ``node`` can pass from one part to another as columns of a row."""
+        return (node.op not in LAYOUT and node.dtype == self.dtype and node.shape[:1] == (ROWS,)
+                and all(isinstance(d, int) for d in node.shape[1:]))
+
+    def _loop_reads(self, node: Node) -> bool:
+        if node is self.a or node in self.xs or self.constant(node):
+            return READ
+        return self._store(node) if node in self.forward and node not in self.xs else COMPUTE
+
+    def _after_reads(self, node: Node, in_loop: set) -> bool:
+        if node is self.a or node in self.inputs[1:] or node in self.stored:
+            return READ
+        if node in in_loop and node in self.backward and self.passable(node):
+            self.frontier.append(node)
+            return READ
+        return self._store(node) if node in self.forward else COMPUTE
+
+    def _store(self, node: Node) -> bool:
+        """A forward value read by a backward one: the forward loop emits it when it can and it costs more to compute
+        than to store (a product, a tanh; not 1 − z), else it is recomputed."""
+        if not self.passable(node) or cheap(node):
+            return COMPUTE
+        if node not in self.stored:
+            self.stored.append(node)
+        return READ
+
+    def _wide(self) -> Body:
+        """The body emitting, after its own row, the stored residuals (or the body itself when none is stored)."""
+        if not self.stored:
+            return self.body
+        graph = Graph()
+        with building(graph):
+            inputs = [add_node("input", (), {}, x.shape, x.dtype, name=x.name) for x in self.inputs]
+            values = replay([self.out, *self.stored], dict(zip(self.inputs, map(F.Tensor, inputs))))
+            add_output(F.as_node(packed(values)), "out")
+        return Body(graph, self.body.sequences, self.body.batched, base=self.body)
+
+    def _reverse(self) -> Body:
+        """The reverse loop's body: carry ∂carry_t; sequences the wide row, g_t and the x_t it reads; constants
+        ``loop_constants``. Emits ∂carry_{t−1} then the ``frontier``."""
+        graph, body = Graph(), self.body
+        with building(graph):
+            later = add_node("input", (), {}, self.carry.shape, self.dtype, name="carry")
+            row = add_node("input", (), {}, (ROWS, self.wide.width), self.dtype, name="x0")
+            g = add_node("input", (), {}, (ROWS, body.width), self.dtype, name="x1")
+            xs = [add_node("input", (), {}, self.xs[i].shape, self.xs[i].dtype, name=f"x{2 + k}")
+                  for k, i in enumerate(self.loop_xs)]
+            consts = [add_node("input", (), {}, c.shape, c.dtype, name=f"c{j}")
+                      for j, c in enumerate(self.loop_constants)]
+            env = {**self.residuals(F.Tensor(row), ROWS, self.loop_reads), **dict(zip(self.loop_constants, map(F.Tensor, consts))),
+                   **{self.xs[i]: F.Tensor(x) for i, x in zip(self.loop_xs, xs)}}
+            if self.reads_a:
+                env[self.a] = with_carry(F.Tensor(g), F.Tensor(later))
+            add_output(F.as_node(packed(replay([self.grads[0], *self.frontier], env))), "out")
+        return Body(graph, 2 + len(xs), [c.shape[:1] == (ROWS,) for c in self.loop_constants])
+
+    def residuals(self, row, rows, read: set) -> dict:
+        """The stored values in ``read``, from the wide rows ``row`` (rows, width) of a batch of ``rows``."""
+        return unpacked(row, self.stored, self.body.width, rows, read)
+
+    def emit(self, g, init, inputs: list, reverse: bool) -> tuple:
+        """The gradients of Σ g ∘ scan(init, *inputs) w.r.t. init and each input (None for one not a float)."""
+        body = self.body
+        seqs, consts = inputs[:body.sequences], inputs[body.sequences:]
+        batch, length = F.as_node(init).shape[0], F.as_node(g).shape[1]
+        wide = F.emit("scan", init, *inputs, body=self.wide, reverse=reverse)
+        outer = dict(zip(self.consts, consts))
+        loop_constants = replay(self.loop_constants, dict(outer), rows=batch)
+        sent = F.emit("scan", F.zeros_like(init), wide, g, *(seqs[i] for i in self.loop_xs), *loop_constants,
+                      body=self.reverse, reverse=not reverse)
+        size = body.carry_size
+        d_init = F.index(sent, (slice(None), -1 if reverse else 0, slice(0, size)))
+        flat_wide, flat_sent = flat(wide), flat(sent)
+        rows = F.as_node(flat_wide).shape[0]
+        env = {**self.residuals(flat_wide, rows, self.after.reads),
+               **unpacked(flat_sent, self.frontier, size, rows, self.after.reads),
+               **{x: flat(s) for x, s in zip(self.xs, seqs)}}
+        for node, c, batched in zip(self.consts, consts, body.batched):
+            if node in self.after.reads:
+                env[node] = flat(repeated(c, length)) if batched else c
+        if self.a in self.after.reads:
+            zero = F.expand_dims(F.zeros_like(init), 1)
+            carries = F.index(sent, (slice(None), slice(None), slice(0, size)))
+            later = F.concat([zero, carries[:, :-1]] if reverse else [carries[:, 1:], zero], axis=1)   # ∂carry_t
+            env[self.a] = flat(with_carry(g, later))
+        wanted = [(i, d) for i, d in enumerate(self.grads[1:]) if d is not None]
+        values = dict(zip((i for i, _ in wanted), replay([d for _, d in wanted], env, rows=rows)))
+        grads = []
+        for i, x in enumerate(inputs):
+            d = values.get(i)
+            if d is not None and (i < body.sequences or body.batched[i - body.sequences]):
+                d = F.reshape(d, (batch, length, *F.as_node(x).shape[2 if i < body.sequences else 1:]))
+                d = d if i < body.sequences else F.sum(d, axis=1)
+            grads.append(d)
+        return (d_init, *grads)
+
+
+class Walk:
+    """What a part computes (``computed``) and what it reads from elsewhere (``reads``), from its outputs back."""
+
+    def __init__(self):
+        self.computed: set[Node] = set()
+        self.reads: set[Node] = set()
+
+
+def walk(roots: list[Node], reads: Callable[[Node], bool]) -> Walk:
+    """The nodes the ``roots`` need, back to those ``reads`` says are read rather than computed."""
+    seen, stack = Walk(), list(roots)
+    while stack:
+        node = stack.pop()
+        if node in seen.computed or node in seen.reads:
+            continue
+        if reads(node):
+            seen.reads.add(node)
+        else:
+            seen.computed.add(node)
+            stack.extend(node.inputs)
+    return seen
+
+
+def cheap(node: Node) -> bool:
+    """An elementwise op of at most 2 FLOPs an element (x + y, a·x, where): recomputed rather than stored."""
+    if node.kind != "call":
+        return False
+    prim = lookup(node.op)
+    return prim.elementwise and prim.flops((1,), *((1,) for _ in node.inputs), **node.attrs) <= 2
+
+
+def packed(values) -> F.Tensor:
+    """Tensors (rows, …) side by side as one row per example."""
+    return F.concat([F.reshape(v, (F.as_node(v).shape[0], -1)) for v in values], axis=1)
+
+
+def unpacked(row, nodes: list[Node], start: int, rows, read: set) -> dict:
+    """Of ``nodes``, laid out in this order in the columns of ``row`` from ``start`` on, the values of those in
+    ``read``, for a batch of ``rows``."""
+    values = {}
+    for node in nodes:
+        size = int(np.prod(node.shape[1:]))
+        if node in read:
+            values[node] = F.reshape(F.index(row, (slice(None), slice(start, start + size))),
+                                     rows_as(node.shape, rows))
+        start += size
+    return values
+
+
+def with_carry(g, carry):
+    """g (…, P) with ``carry`` (…, C) added to its first C columns."""
+    width, size = F.as_node(g).shape[-1], F.as_node(carry).shape[-1]
+    first = F.index(g, (Ellipsis, slice(0, size))) + carry
+    return first if width == size else F.concat([first, F.index(g, (Ellipsis, slice(size, width)))], axis=-1)
+
+
+def flat(x):
+    """(B, T, …) → (B·T, …): every time step a row of one batch."""
+    return F.reshape(x, (-1, *F.as_node(x).shape[2:]))
+
+
+def repeated(c, length):
+    """A batched constant (B, …) as (B, T, …), the same at every step."""
+    return F.broadcast_to(F.expand_dims(c, 1), (F.as_node(c).shape[0], length, *F.as_node(c).shape[1:]))
+
+
+def gradient(body: Body) -> Gradient:
+    """``body``'s gradient plan, made on first use and kept with it."""
+    if body.gradient is None:
+        body.gradient = Gradient(body)
+    return body.gradient
