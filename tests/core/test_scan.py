@@ -170,6 +170,25 @@ def test_one_graph_runs_every_length_and_batch(rng):
         np.testing.assert_array_equal(ys, looped[1])
 
 
+def test_one_gradient_graph_runs_every_length_batch_and_memory_length(rng):
+    """B, T and the memory's length S symbolic in the gradient too: its graph, compiled once, gives at each size the
+    gradients of a graph traced at that size."""
+    def objective(h, x, m):
+        step = attention_step(m)
+        final, ys = ag.scan(lambda c, x_t: (step(c, x_t)[0],) * 2, h, x)     # weights (rows, S): not an output
+        return ag.sum(ag.tanh(ys)) + ag.sum(final * final)
+    run = ag.trace(objective, h=ag.Input(("B", H)), x=ag.Input(("B", "T", H)), m=ag.Input(("B", "S", H))) \
+        .grad(wrt=["h", "x", "m"]).compile()
+    for batch, length, memory in [(2, 1, 3), (3, 4, 2), (1, 6, 5)]:
+        feeds = dict(h=rng.standard_normal((batch, H)), x=rng.standard_normal((batch, length, H)),
+                     m=rng.standard_normal((batch, memory, H)))
+        feeds = {k: v.astype(np.float32) for k, v in feeds.items()}
+        expected = ag.trace(objective, **feeds).grad(wrt=["h", "x", "m"]).compile()(**feeds)
+        for got, want in zip(run(**feeds), expected):
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def attention_step(memory):
     """An attention over ``memory`` (B, S, H) inside the step: weights softmax(memory · h), context Σ w·tanh(memory)."""
     def step(h, x):
