@@ -69,9 +69,9 @@ class Gradient:
         self.loop_reads = in_loop.reads
         self.loop_constants = [n for n in graph.nodes if n in in_loop.reads and self.constant(n)]
         self.loop_xs = [i for i, x in enumerate(self.xs) if x in in_loop.reads]
-        self.reads_a = self.a in in_loop.reads
         self.frontier: list[Node] = []
-        self.after = walk([d for d in self.grads[1:] if d is not None], lambda n: self._after_reads(n, in_loop.computed))
+        self.after = walk([d for d in self.grads[1:] if d is not None],
+                          lambda node: self._after_reads(node, in_loop.computed))
         self.wide = self._wide()
         self.reverse = self._reverse()
 
@@ -86,7 +86,7 @@ class Gradient:
     def _loop_reads(self, node: Node) -> bool:
         if node is self.a or node in self.xs or self.constant(node):
             return READ
-        return self._store(node) if node in self.forward and node not in self.xs else COMPUTE
+        return self._store(node) if node in self.forward else COMPUTE
 
     def _after_reads(self, node: Node, in_loop: set) -> bool:
         if node is self.a or node in self.inputs[1:] or node in self.stored:
@@ -128,9 +128,10 @@ class Gradient:
                   for k, i in enumerate(self.loop_xs)]
             consts = [add_node("input", (), {}, c.shape, c.dtype, name=f"c{j}")
                       for j, c in enumerate(self.loop_constants)]
-            env = {**self.residuals(F.Tensor(row), ROWS, self.loop_reads), **dict(zip(self.loop_constants, map(F.Tensor, consts))),
+            env = {**self.residuals(F.Tensor(row), ROWS, self.loop_reads),
+                   **dict(zip(self.loop_constants, map(F.Tensor, consts))),
                    **{self.xs[i]: F.Tensor(x) for i, x in zip(self.loop_xs, xs)}}
-            if self.reads_a:
+            if self.a in self.loop_reads:
                 env[self.a] = with_carry(F.Tensor(g), F.Tensor(later))
             add_output(F.as_node(packed(replay([self.grads[0], *self.frontier], env))), "out")
         return Body(graph, 2 + len(xs), [c.shape[:1] == (ROWS,) for c in self.loop_constants])
@@ -155,7 +156,7 @@ class Gradient:
         rows = F.as_node(flat_wide).shape[0]
         env = {**self.residuals(flat_wide, rows, self.after.reads),
                **unpacked(flat_sent, self.frontier, size, rows, self.after.reads),
-               **{x: flat(s) for x, s in zip(self.xs, seqs)}}
+               **{x: flat(s) for x, s in zip(self.xs, seqs) if x in self.after.reads}}
         for node, c, batched in zip(self.consts, consts, body.batched):
             if node in self.after.reads:
                 env[node] = flat(repeated(c, length)) if batched else c

@@ -10,15 +10,19 @@ time, each node one statement on arrays named after it, so that a step costs its
         carry = carry0
         for step in range(steps):
             t = steps - 1 - step if reverse else step
-            v1 = np.ascontiguousarray(x0[:, t])
-            v5 = np.dot(np.ascontiguousarray(carry), c0)
+            v5 = np.dot(np.ascontiguousarray(carry), np.ascontiguousarray(c0))
+            v6 = np.empty((rows, d1, ), np.float32)
+            for i0 in range(v6.shape[0]):
+                for i1 in range(v6.shape[1]):
+                    v6[i0, i1] = f6(x0[i0, t, d1 + i1], v5[i0, 0 + i1])
             ...
-            out[:, t] = v34
-            carry = v34[:, :d1]
+            put(out, t, 0, v34)
+            carry = step_columns(out, t, 0, d1)
 
 Each op is written by one emitter of ``EMITTERS``, from the same definitions its kernel uses: a fused node's scalar
 function (ops/cpu/fused.py) in a loop nest over its output, softmax's and the sums' serial row kernels, BLAS through
-``np.dot`` for products. A body with an op no emitter writes (or a form one does not handle) is not generated: the
+``np.dot`` for products. A slice of columns (of a sequence's step, of a row) is read where it lies (``Window``).
+A body with an op no emitter writes (or a form one does not handle) is not generated: the
 body's executable then runs once per step (``Body.run``). Sizes are arguments (``Sizes``), so that bodies differing only
 in their sizes share one compiled function. The source is kept in a file named by its hash and
 numba caches the compiled code beside it, as for fused kernels.
@@ -246,10 +250,9 @@ def _fused(node, values, sizes):
         if window is not None:
             loads.append(window.element(*at))
             continue
-        source = f"{name}_{i}"
-        array = values.array(x)
-        values.lines.append(f"{source} = {array}[()]" if not r else
-                            f"{source} = np.ascontiguousarray({array if view is None else f'{array}[{_index(view, sizes)}]'})")
+        source, array = f"{name}_{i}", values.array(x)
+        viewed = array if view is None else f"{array}[{_index(view, sizes)}]"
+        values.lines.append(f"{source} = {array}[()]" if not r else f"{source} = np.ascontiguousarray({viewed})")
         loads.append(f"{source}[{', '.join(at)}]" if r else source)
     values.lines.append(f"{name} = np.empty({_dims(node.shape, sizes)}, "
                         f"np.{program[-1][2] if program[-1][2] != 'bool' else 'bool_'})")
