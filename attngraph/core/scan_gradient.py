@@ -18,7 +18,9 @@ g the gradient of the scan's output (B, T, P), the gradient runs in three parts:
    sums over t taken in another order than the unrolled graph's: equal up to rounding). A batched constant (B, …) is
    repeated over T only when this part reads it, and its gradient is summed back over T.
 
-A value passes between the parts as columns of a row, so only one of concrete size past the batch, of the scan's
+A row's value computed from other rows of its step (a mean over the batch inside the step: ``mixed_rows``) is
+computed by a loop, never by part 3, whose rows are all the steps at once; where it cannot pass, the gradient is
+refused rather than wrong. A value passes between the parts as columns of a row, so only one of concrete size past the batch, of the scan's
 dtype, and not a layout of another (a reshape, slice or transpose: its readers recompute it, often absorbing it)
 passes; any other is recomputed where it is needed.
 """
@@ -30,6 +32,8 @@ import numpy as np
 
 from . import tensor as F
 from .body import ROWS, Body, replay, rows_as
+from ..errors import AttnGraphError
+from .dims import symbols
 from .graph import Graph, Node
 from .primitive import lookup
 from .tracing import add_node, add_output, building
@@ -64,14 +68,21 @@ class Gradient:
                 self.backward.add(node)
             elif node.kind == "call" and any(x in self.forward for x in node.inputs):
                 self.forward.add(node)
-        self.stored: list[Node] = []
-        in_loop = walk([self.grads[0]], self._loop_reads)
+        self.mixed = mixed_rows(graph, {self.a, *self.inputs[:1 + body.sequences],
+                                        *(c for c, flag in zip(self.consts, body.batched) if flag)})
+        loop_roots = [self.grads[0]]
+        while True:             # the loop also computes the mixed values the pass over B·T rows reads
+            self.stored, self.frontier = [], []
+            in_loop = walk(loop_roots, self._loop_reads)
+            self.after = walk([d for d in self.grads[1:] if d is not None],
+                              lambda node: self._after_reads(node, in_loop.computed))
+            missing = [n for n in self.after.reads if n in self.mixed and n in self.backward and n not in self.frontier]
+            if not missing:
+                break
+            loop_roots += missing
         self.loop_reads = in_loop.reads
         self.loop_constants = [n for n in graph.nodes if n in in_loop.reads and self.constant(n)]
         self.loop_xs = [i for i, x in enumerate(self.xs) if x in in_loop.reads]
-        self.frontier: list[Node] = []
-        self.after = walk([d for d in self.grads[1:] if d is not None],
-                          lambda node: self._after_reads(node, in_loop.computed))
         self.wide = self._wide()
         self.reverse = self._reverse()
 
@@ -90,6 +101,18 @@ class Gradient:
 
     def _after_reads(self, node: Node, in_loop: set) -> bool:
         if node is self.a or node in self.inputs[1:] or node in self.stored:
+            return READ
+        if node in self.mixed:      # computed from several rows of one step: only a loop computes it right
+            if not self.passable(node) and node.shape[:1] == (ROWS,):
+                raise AttnGraphError(f"the gradient of this scan is not supported: its step mixes the examples of "
+                                     f"the batch ({node.describe()} in scope '{node.scope}' reads a value computed "
+                                     f"over several rows) in a value of symbolic or non-float shape")
+            if node in self.forward:
+                if node not in self.stored:
+                    self.stored.append(node)
+                return READ
+            if node in in_loop:
+                self.frontier.append(node)
             return READ
         if node in in_loop and node in self.backward and self.passable(node):
             self.frontier.append(node)
@@ -175,6 +198,21 @@ class Gradient:
                 d = d if i < body.sequences else F.sum(d, axis=1)
             grads.append(d)
         return (d_init, *grads)
+
+
+def mixed_rows(graph: Graph, per_row: set) -> set:
+    """The per-row nodes (rows, …) computed from a value that reduces over the rows of ``per_row`` values (a mean
+    over the batch: a value of no ``rows`` dimension): for a row, they read the other rows of its step."""
+    varying, reduced, mixed = set(per_row), set(), set()
+    for node in graph.nodes:
+        if node.kind != "call" or lookup(node.op).shape_only or not any(x in varying for x in node.inputs):
+            continue            # a size read from a shape is no value of the rows
+        varying.add(node)
+        if not any(isinstance(d, str) and ROWS in symbols(d) for d in node.shape):
+            reduced.add(node)
+        elif any(x in reduced or x in mixed for x in node.inputs):
+            mixed.add(node)
+    return mixed
 
 
 class Walk:

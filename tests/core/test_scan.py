@@ -322,6 +322,8 @@ GRADIENT_CASES = {    # name: (f(float64 arrays) -> (final, ys), the arrays' sha
     "a constant without the batch": (lambda h, x, w: ag.scan(lambda c, x: (ag.tanh(c @ ag.tanh(w) + x), None), h, x),
                                      [(B, H), (B, 3, H), (H, H)]),
     "nested": (nested, [(B, H), (B, 3, H)]),
+    "a mean over the batch": (lambda h, x: ag.scan(lambda c, xt: (ag.tanh(c + xt * ag.mean(xt * c)), c), h, x),
+                              [(B, H), (B, 3, H)]),
 }
 
 
@@ -437,6 +439,20 @@ def test_bad_inputs_and_steps_are_refused_while_tracing_naming_what_is_wrong(cas
     fn, inputs, error, message = BAD[case]
     with pytest.raises(error, match=message):
         ag.trace(fn, h=H0, x=X0, **inputs)
+
+
+def test_the_gradient_of_a_step_mixing_the_batch_in_a_value_of_symbolic_size_is_refused():
+    """A row's value read from other rows of its step is computed by a loop; one that cannot pass between the loop
+    and the pass over all B·T rows (here (rows, S), S symbolic) makes the gradient an error, not a wrong number."""
+    def objective(h, x, m):
+        def step(c, x_t):
+            weights = ag.softmax(ag.sum(m * ag.expand_dims(c, 1), axis=-1), axis=-1)
+            weights = weights * ag.mean(weights)                 # a mean over the whole batch
+            return ag.tanh(c + x_t + ag.sum(ag.expand_dims(weights, -1) * m, axis=1)), None
+        return ag.sum(ag.scan(step, h, x)[0])
+    graph = ag.trace(objective, h=ag.Input(("B", H)), x=ag.Input(("B", "T", H)), m=ag.Input(("B", "S", H)))
+    with pytest.raises(ag.AttnGraphError, match="mixes the examples of the batch"):
+        graph.grad(wrt=["h"])
 
 
 def test_a_run_of_length_zero_is_refused():
