@@ -365,7 +365,8 @@ def test_the_gradient_runs_the_forward_once_and_reads_its_residuals(rng):
     run as the user's loop too (passes/scans.py), whose loss is the forward graph's bit for bit; and the reverse loop,
     which computes no sigmoid or tanh (it reads them) and no weight gradient (done after it, over all B·T rows)."""
     cell = GRUCell(IN, H, rng)
-    inputs = dict(h=rng.standard_normal((B, H)).astype(np.float32), x=rng.standard_normal((B, T, IN)).astype(np.float32))
+    inputs = {"h": rng.standard_normal((B, H)), "x": rng.standard_normal((B, T, IN))}
+    inputs = {name: value.astype(np.float32) for name, value in inputs.items()}
     traced = ag.trace(lambda h, x: loss(*ag.scan(gru_step(cell), h, x)), **inputs)
     executable = traced.grad().compile()
     scans = sorted((n for n in executable.graph.nodes if n.op == "scan"), key=lambda n: n.attrs["reverse"])
