@@ -182,18 +182,6 @@ def han_task() -> tuple:
             dict(documents=documents, labels=labels))
 
 
-@case
-def seq2seq_step(rounds: int) -> dict:
-    """A training step of ``seq2seq_task``."""
-    return model_step("seq2seq_step", *seq2seq_task(), "seq2seq", rounds)
-
-
-@case
-def han_step(rounds: int) -> dict:
-    """A training step of ``han_task``."""
-    return model_step("han_step", *han_task(), "han", rounds)
-
-
 def lstmn_task() -> tuple:
     """LSTMNClassifier (an LSTM with intra-attention over its tape of past states) finding a keyword in
     sentences of 1-12 tokens padded to 12; cross-entropy over 2 classes: (model, sizes, loss, batch)."""
@@ -235,35 +223,20 @@ def pointer_task() -> tuple:
     return model, sizes, partial(pointer_loss, model), tasks.sorting(rng, 64, 10)
 
 
-@case
-def seq2seq_luong_step(rounds: int) -> dict:
-    """A training step of ``seq2seq_task`` with LuongSeq2Seq (GRU encoder, GRU decoder, "general" attention
-    after each step)."""
-    return model_step("seq2seq_luong_step", *seq2seq_task(LuongSeq2Seq, score="general"), "seq2seq_luong", rounds)
+def model_case(name: str, task: Callable, reference: str) -> None:
+    """The case ``name``: a training step of ``task()``'s model against its twins named ``reference``."""
+    CASES[name] = lambda rounds: model_step(name, *task(), reference, rounds)
 
 
-@case
-def lstmn_step(rounds: int) -> dict:
-    """A training step of ``lstmn_task``."""
-    return model_step("lstmn_step", *lstmn_task(), "lstmn", rounds)
-
-
-@case
-def elmo_step(rounds: int) -> dict:
-    """A training step of ``elmo_task``."""
-    return model_step("elmo_step", *elmo_task(), "elmo", rounds)
-
-
-@case
-def show_attend_tell_step(rounds: int) -> dict:
-    """A training step of ``show_attend_tell_task``."""
-    return model_step("show_attend_tell_step", *show_attend_tell_task(), "show_attend_tell", rounds)
-
-
-@case
-def pointer_step(rounds: int) -> dict:
-    """A training step of ``pointer_task``."""
-    return model_step("pointer_step", *pointer_task(), "pointer", rounds)
+for _name, _task, _reference in [
+        ("seq2seq_step", seq2seq_task, "seq2seq"),
+        ("han_step", han_task, "han"),
+        ("seq2seq_luong_step", partial(seq2seq_task, LuongSeq2Seq, score="general"), "seq2seq_luong"),
+        ("lstmn_step", lstmn_task, "lstmn"),
+        ("elmo_step", elmo_task, "elmo"),
+        ("show_attend_tell_step", show_attend_tell_task, "show_attend_tell"),
+        ("pointer_step", pointer_task, "pointer")]:
+    model_case(_name, _task, _reference)
 
 
 def fusion_case(name: str, config: dict, loss: Callable, batch: dict[str, np.ndarray], rounds: int) -> dict:

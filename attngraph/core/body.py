@@ -113,6 +113,12 @@ def replay(wanted: list[Node], env: dict, rows=None) -> list:
     return [env[node] for node in wanted]
 
 
+def packed(values) -> F.Tensor:
+    """Tensors (rows, …) side by side as one row per example, (rows, Σ sizes): how a step's carry, outputs and
+    residuals travel through a scan's output."""
+    return F.concat([F.reshape(v, (F.as_node(v).shape[0], -1)) for v in values], axis=1)
+
+
 def rows_as(shape, rows) -> tuple:
     """A shape of the body with ``rows`` replaced by the actual batch."""
     return tuple(multiply(divide(d, ROWS), rows) if isinstance(d, str) and ROWS in symbols(d) else d for d in shape)

@@ -24,7 +24,7 @@ from ..errors import DTypeError, ShapeError, TracingError
 from . import tensor as F
 from .dims import divide, format_shape, multiply, symbols
 from .graph import Graph, Node
-from .body import ROWS, Body, rows_as
+from .body import ROWS, Body, packed, rows_as
 from .tracing import STATE, current_graph, owns, parameter_node, scope, user_source
 
 __all__ = ["scan"]
@@ -55,7 +55,7 @@ def scan(step: Callable, init, xs, reverse: bool = False):
     carry_shapes = [_row_shape("scan's init", leaf, dtype) for leaf in carry_leaves]
     layout = {}
 
-    def packed(carry, *x_t):
+    def step_row(carry, *x_t):
         parts, start = [], 0
         for shape in carry_shapes:
             size = int(np.prod(shape))
@@ -75,9 +75,9 @@ def scan(step: Callable, init, xs, reverse: bool = False):
         y_leaves = _in_body("an output", y_leaves)
         columns, pieces = _columns(new_leaves, y_leaves, dtype)
         layout["columns"] = columns
-        return F.concat([F.reshape(F.Tensor(p), (ROWS, -1)) for p in pieces], axis=1)
+        return packed(map(F.Tensor, pieces))
 
-    body, consts = trace_body(packed, (sum(int(np.prod(s)) for s in carry_shapes),), dtype,
+    body, consts = trace_body(step_row, (sum(int(np.prod(s)) for s in carry_shapes),), dtype,
                               [(x.shape[2:], x.dtype) for x in x_leaves], batch=batch)
     flat_init = F.concat([F.reshape(F.Tensor(leaf), (batch, -1)) for leaf in carry_leaves], axis=1)
     out = F.emit("scan", flat_init, *map(F.Tensor, x_leaves), *consts, body=body, reverse=bool(reverse))

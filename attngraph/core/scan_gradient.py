@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 
 from . import tensor as F
-from .body import ROWS, Body, replay, rows_as
+from .body import ROWS, Body, packed, replay, rows_as
 from ..errors import AttnGraphError
 from .dims import symbols
 from .graph import Graph, Node
@@ -103,7 +103,9 @@ class Gradient:
         if node is self.a or node in self.inputs[1:] or node in self.stored:
             return READ
         if node in self.mixed:      # computed from several rows of one step: only a loop computes it right
-            if not self.passable(node) and node.shape[:1] == (ROWS,):
+            if node.op in LAYOUT:
+                return COMPUTE      # from the mixed value it lays out
+            if not self.passable(node):
                 raise AttnGraphError(f"the gradient of this scan is not supported: its step mixes the examples of "
                                      f"the batch ({node.describe()} in scope '{node.scope}' reads a value computed "
                                      f"over several rows) in a value of symbolic or non-float shape")
@@ -244,11 +246,6 @@ def cheap(node: Node) -> bool:
         return False
     prim = lookup(node.op)
     return prim.elementwise and prim.flops((1,), *((1,) for _ in node.inputs), **node.attrs) <= 2
-
-
-def packed(values) -> F.Tensor:
-    """Tensors (rows, …) side by side as one row per example."""
-    return F.concat([F.reshape(v, (F.as_node(v).shape[0], -1)) for v in values], axis=1)
 
 
 def unpacked(row, nodes: list[Node], start: int, rows, read: set) -> dict:

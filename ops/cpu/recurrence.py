@@ -34,7 +34,7 @@ import functools
 import numpy as np
 from numba import njit
 
-from ops.cpu import fused, reduce, softmax
+from ops.cpu import reduce, softmax
 from ops.cpu.fused import conversions, load_source, ops_of, scalar_source
 from ops.cpu.matmul import with_serial_blas
 

@@ -306,6 +306,15 @@ def nested(h, x):
     return ag.scan(outer, h, x)
 
 
+def mixed_and_reshaped(w):
+    """A step whose rows read the whole batch (a mean over it), multiplied through a reshape by ``w``: w's gradient,
+    taken over all steps at once, reads that reshape."""
+    def step(c, x_t):
+        scaled = ag.reshape(x_t * ag.mean(x_t * x_t), (-1, 2, H // 2))
+        return ag.tanh(c + ag.reshape(scaled, (-1, H)) @ w), c
+    return step
+
+
 GRADIENT_CASES = {    # name: (f(float64 arrays) -> (final, ys), the arrays' shapes)
     "gru": (lambda h, x: ag.scan(gru_step(GRADIENT_GRU), h, x), [(B, H), (B, 3, IN)]),
     "gru reversed": (lambda h, x: ag.scan(gru_step(GRADIENT_GRU), h, x, reverse=True), [(B, H), (B, 3, IN)]),
@@ -324,6 +333,8 @@ GRADIENT_CASES = {    # name: (f(float64 arrays) -> (final, ys), the arrays' sha
     "nested": (nested, [(B, H), (B, 3, H)]),
     "a mean over the batch": (lambda h, x: ag.scan(lambda c, xt: (ag.tanh(c + xt * ag.mean(xt * c)), c), h, x),
                               [(B, H), (B, 3, H)]),
+    "a mean over the batch, reshaped": (lambda h, x, w: ag.scan(mixed_and_reshaped(w), h, x),
+                                        [(B, H), (B, 3, H), (H, H)]),
 }
 
 
