@@ -20,9 +20,9 @@ g the gradient of the scan's output (B, T, P), the gradient runs in three parts:
 
 A row's value computed from other rows of its step (a mean over the batch inside the step: ``mixed_rows``) is
 computed by a loop, never by part 3, whose rows are all the steps at once; where it cannot pass, the gradient is
-refused rather than wrong. A value passes between the parts as columns of a row, so only one of concrete size past the batch, of the scan's
-dtype, and not a layout of another (a reshape, slice or transpose: its readers recompute it, often absorbing it)
-passes; any other is recomputed where it is needed.
+refused rather than wrong. A value passes between the parts as columns of a row, so only one of concrete size past
+the batch, of the scan's dtype, and not a layout of another (a reshape, slice or transpose: its readers recompute it,
+often absorbing it) passes; any other is recomputed where it is needed.
 """
 from __future__ import annotations
 
