@@ -145,8 +145,11 @@ class Window:
     def shifted(self, by: str) -> "Window":
         return Window(self.base, self.prefix, by if self.lo == "0" else f"{self.lo} + {by}")
 
-    def element(self, row: str, column: str) -> str:
-        return f"{self.base}[{row}, {self.prefix}{self.lo} + {column}]"
+    def row(self, row: str) -> str:
+        """Row ``row`` of the window as a 1-D view starting at its first column: indexed by a loop variable alone,
+        which numba knows is not negative, its loop vectorizes (``base[i, t, lo + j]`` is wrapped for negative
+        indices at each element, and ran 2-7x slower: a GRU gate on (192, 64), 22 µs against 10)."""
+        return f"{self.base}[{row}, {self.prefix}{self.lo}:]"
 
 
 class Values:
@@ -243,12 +246,13 @@ def _fused(node, values, sizes):
     name, rank = f"v{node.id}", len(node.shape)
     function = scalar_source(program, len(node.inputs)).replace("def fused(", f"def f{node.id}(", 1)
     index = [f"i{axis}" for axis in range(rank)]
-    loads = []
+    loads, per_row = [], [[] for _ in range(rank)]
     for i, (x, r, view) in enumerate(zip(node.inputs, reads, views)):
         at = [index[a] if a >= 0 else "0" for a in r]
         window = values.window(x, view) if r else None
-        if window is not None:
-            loads.append(window.element(*at))
+        if window is not None:      # its row's view, taken once a row (inside the loop over the row's axis)
+            (per_row[r[0]] if r[0] >= 0 else values.lines).append(f"{name}_{i} = {window.row(at[0])}")
+            loads.append(f"{name}_{i}[{at[1]}]")
             continue
         source, array = f"{name}_{i}", values.array(x)
         viewed = array if view is None else f"{array}[{_index(view, sizes)}]"
@@ -256,7 +260,9 @@ def _fused(node, values, sizes):
         loads.append(f"{source}[{', '.join(at)}]" if r else source)
     values.lines.append(f"{name} = np.empty({_dims(node.shape, sizes)}, "
                         f"np.{program[-1][2] if program[-1][2] != 'bool' else 'bool_'})")
-    values.lines += [f"{'    ' * a}for i{a} in range({name}.shape[{a}]):" for a in range(rank)]
+    for a in range(rank):
+        values.lines.append(f"{'    ' * a}for i{a} in range({name}.shape[{a}]):")
+        values.lines += [f"{'    ' * (a + 1)}{line}" for line in per_row[a]]
     values.lines.append(f"{'    ' * rank}{name}[{', '.join(index) or '()'}] = f{node.id}({', '.join(loads)})")
     values.arrays[node] = name
     return ['@njit(cache=True, error_model="numpy", inline="always")', function, ""]
