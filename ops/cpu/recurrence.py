@@ -37,8 +37,10 @@ from numba import njit
 from ops.cpu import reduce, softmax
 from ops.cpu.fused import conversions, load_source, ops_of, scalar_source
 from ops.cpu.matmul import with_serial_blas
+from ops.cpu.threads import in_threads
 
 ROWS = "rows"
+ROWS_PER_PART = 32     # a block of fewer rows ran slower per row (BLAS on short products)
 
 
 class Unsupported(Exception):
@@ -51,22 +53,60 @@ def scan(init, *inputs, body, reverse):
 
 def generate(graph):
     """The body ``graph`` and its time loop as a function ``loop(init, *sequences, *constants, reverse)``, or None
-    when an op of the body has no emitter."""
+    when an op of the body has no emitter. Where each row of the batch is computed from its own rows alone
+    (``_rows_apart``), blocks of ROWS_PER_PART rows or more run on Numba's threads, each block all its steps."""
     try:
         source, constants, sizes = _source(graph)
     except Unsupported:
         return None
-    loop = with_serial_blas(_compiled(source))
+    loop, width = _compiled(source)
+    loop, dtype = with_serial_blas(loop), graph.outputs[0].dtype
+    arguments = [graph.inputs[name] for name in ("carry", *sorted(
+        (n for n in graph.inputs if n != "carry"), key=lambda name: (name[0] == "c", int(name[1:]))))]
+    apart = _rows_apart(graph)
+    sliced = [apart and n.shape[:1] == (ROWS,) for n in arguments]
 
     def run(init, *inputs, reverse):
         arrays = [np.ascontiguousarray(a) for a in (init, *inputs)]
-        return loop(*arrays, *constants, sizes, reverse)
+        out = np.empty((init.shape[0], inputs[0].shape[1], width(*arrays, *constants, sizes)), dtype)
+
+        def part(lo, hi):
+            loop(out[lo:hi], *(a[lo:hi] if cut else a for a, cut in zip(arrays, sliced)), *constants, sizes, reverse)
+        in_threads(part, init.shape[0], work=out.size if apart else 0, grain=ROWS_PER_PART)
+        return out
     return run
 
 
 @functools.cache
 def _compiled(source: str):
-    return njit(cache=True, error_model="numpy")(load_source(source).loop)
+    """The generated module's loop, compiled, and its ``width`` (plain Python: the output's columns)."""
+    module = load_source(source)
+    return njit(cache=True, nogil=True, error_model="numpy")(module.loop), module.width
+
+
+def _rows_apart(graph) -> bool:
+    """Whether each row of the batch is computed from its own rows alone, so that a block of rows can run its steps
+    without the others: every value computed from the batch holds the rows on its first axis only and every op keeps
+    them there, none reducing, reordering or mixing them (a mean over the batch, a transpose, a slice of rows)."""
+    varying = {n for n in graph.inputs.values() if any(map(_mentions_rows, n.shape))}
+    for node in [*varying, *graph.nodes]:
+        if node.kind == "call" and any(x in varying for x in node.inputs):
+            varying.add(node)
+        if node not in varying:
+            continue
+        axes = node.attrs.get("axes", ())
+        if (node.shape[:1] != (ROWS,) or any(map(_mentions_rows, node.shape[1:]))
+                or node.op == "fused" and any(r[:1] != (0,) for x, r in zip(node.inputs, node.attrs["reads"])
+                                              if x in varying)
+                or node.op == "getitem" and node.attrs["index"][:1] != (slice(None),)
+                or node.op in ("softmax", "softmax_grad") and len(node.shape) < 2
+                or node.op == "sum" and any(a % len(node.inputs[0].shape) == 0 for a in axes)):
+            return False
+    return True
+
+
+def _mentions_rows(dim) -> bool:
+    return isinstance(dim, str) and ROWS in dim.split("*")
 
 
 def _source(graph) -> tuple[str, list, tuple]:
@@ -117,20 +157,27 @@ def _source(graph) -> tuple[str, list, tuple]:
         "sum_rows, sum_middle)",
         *(f"{op} = SCALAR['{op}']" for op in _scalar_ops(graph)),
     ]
-    width = sizes(out.shape[1])
-    loop = [
-        f"def loop({', '.join(arguments)}, sizes, reverse):",
-        "    rows, steps = carry0.shape[0], x0.shape[1]",
-        *([f"    {', '.join(sizes.names)}, = sizes"] if sizes.names else []),
+    output_width = sizes(out.shape[1])
+    unpack = [f"    {', '.join(sizes.names)}, = sizes"] if sizes.names else []
+    width = [
+        f"def width({', '.join(arguments)}, sizes):",
+        *unpack,
         *(f"    {line}" for line in bindings),
-        f"    out = np.empty((rows, steps, {width}), np.{out.dtype.name})",
+        f"    return {output_width}",
+    ]
+    loop = [
+        f"def loop(out, {', '.join(arguments)}, sizes, reverse):",
+        "    rows, steps = carry0.shape[0], x0.shape[1]",
+        *unpack,
+        *(f"    {line}" for line in bindings),
         "    carry = carry0",
         "    for step in range(steps):",
         "        t = steps - 1 - step if reverse else step",
         *(f"        {line}" for line in step),
         "    return out",
     ]
-    return "\n".join([*header, "", "", *helpers, *loop, ""]), [n.value for n in constants], tuple(sizes.values)
+    return "\n".join([*header, "", "", *helpers, *width, "", "", *loop, ""]), [n.value for n in constants], \
+        tuple(sizes.values)
 
 
 class Window:

@@ -67,17 +67,17 @@ def renamed(fn, qualname: str):
     return twin
 
 
-def in_threads(kernel, count: int, *args, work: int) -> None:
+def in_threads(kernel, count: int, *args, work: int, grain: int = 1) -> None:
     """``kernel(start, stop, *args)`` over 0 ≤ i < count on one Python thread per Numba thread
     (``numba.get_num_threads()``), the calling thread among them; ``kernel`` must release the GIL
-    (``nogil=True``). The threads take parts of about count / (PARTS_PER_THREAD · threads) in turn, so that one
-    slowed by another process on its core takes fewer. One part when ``work`` (elements) is below
-    PARALLEL_MIN_SIZE. Returns when every part is done; raises the first error of a part."""
-    threads = max(1, min(numba.get_num_threads(), count)) if work >= PARALLEL_MIN_SIZE else 1
+    (``nogil=True``). The threads take parts of about count / (PARTS_PER_THREAD · threads), and at least
+    ``grain``, in turn, so that one slowed by another process on its core takes fewer. One part when ``work``
+    (elements) is below PARALLEL_MIN_SIZE. Returns when every part is done; raises the first error of a part."""
+    threads = max(1, min(numba.get_num_threads(), count // grain)) if work >= PARALLEL_MIN_SIZE else 1
     if threads == 1:
         kernel(0, count, *args)
         return
-    size = max(1, count // (PARTS_PER_THREAD * threads))
+    size = max(grain, count // (PARTS_PER_THREAD * threads))
     starts = itertools.count(0, size)            # shared: each next() is atomic under the GIL
 
     def take_parts():

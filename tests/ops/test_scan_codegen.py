@@ -7,6 +7,7 @@ import attngraph as ag
 from attngraph.attention import AdditiveScore, Attention, GeneralScore
 from attngraph.nn import GRU, LSTM, GRUCell
 from ops.cpu import recurrence
+from ops.cpu.threads import PARALLEL_MIN_SIZE, in_threads
 
 B, T, S, IN, H = 3, 4, 5, 6, 8
 COVERS = {"scan"}       # on every device: test_a_masked_encoder_on_every_device_is_the_cpus
@@ -123,3 +124,43 @@ def test_a_masked_encoder_on_every_device_is_the_cpus(device):
     graph = ag.trace(encoder_loss("gru", True, True), x=x, mask=mask).grad()
     for a, b in zip(graph.compile(device.name)(x=x, mask=mask), graph.compile("cpu")(x=x, mask=mask)):
         np.testing.assert_allclose(a, b, rtol=2e-6, atol=2e-6)
+
+
+def test_blocks_of_rows_run_apart_equal_the_whole_batch(monkeypatch):
+    """A batch of 70 runs as blocks of 32, 32 and 6 rows (on threads where there are several), each all its steps;
+    the loss and gradients equal those of one block of 70, bit for bit."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((70, 8, IN)).astype(np.float32)
+    mask = np.arange(8)[None, :] < rng.integers(1, 9, (70, 1))
+    gradient = ag.trace(attention_loss("additive"), x=x, mask=mask).grad()
+    blocks = []
+
+    def recorded(kernel, count, *args, work, grain):
+        blocks.append((count, work >= PARALLEL_MIN_SIZE, grain))
+        in_threads(kernel, count, *args, work=work, grain=grain)
+    monkeypatch.setattr(recurrence, "in_threads", recorded)
+    apart = gradient.compile()(x=x, mask=mask)
+    assert blocks and all(block == (70, True, recurrence.ROWS_PER_PART) for block in blocks)
+    monkeypatch.setattr(recurrence, "ROWS_PER_PART", 70)
+    whole = ag.trace(attention_loss("additive"), x=x, mask=mask).grad().compile()(x=x, mask=mask)
+    for a, b in zip(apart, whole):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("step, apart", [
+    (lambda c, x_t: (ag.tanh(c + x_t), c), True),
+    (lambda c, x_t: (ag.tanh(c + x_t * ag.sum(x_t * c) * 1e-3), c), False),         # a sum over the batch
+    (lambda c, x_t: (ag.tanh(c + ag.softmax(x_t, axis=0)), c), False),              # a softmax over it
+    (lambda c, x_t: (ag.tanh(c + ag.transpose(ag.matmul(ag.transpose(x_t), x_t))[:1]), c), False),
+])
+def test_a_body_mixing_the_rows_of_its_batch_runs_as_one_block(step, apart, monkeypatch):
+    """Each body's states over a batch of 70 (blocks of 32 rows where they are apart) equal the stepped body's."""
+    rng = np.random.default_rng(7)
+    h, x = rng.standard_normal((70, 64)).astype(np.float32), rng.standard_normal((70, 8, 64)).astype(np.float32)
+    graph = ag.trace(lambda h, x: ag.scan(step, h, x)[1], h=ag.Input(("B", 64)), x=ag.Input(("B", 8, 64)))
+    body = next(n.attrs["body"] for n in graph.nodes if n.op == "scan")
+    assert recurrence._rows_apart(body.optimized()) is apart
+    generated = graph.compile()(h=h, x=x)
+    monkeypatch.setattr(recurrence, "generate", lambda body_graph: None)
+    np.testing.assert_allclose(generated, ag.trace(lambda h, x: ag.scan(step, h, x)[1], h=h, x=x).compile()(h=h, x=x),
+                               rtol=1e-6, atol=1e-6)

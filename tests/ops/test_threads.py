@@ -58,3 +58,13 @@ def test_in_threads_raises_a_part_s_error_after_every_part_is_done():
     finished = len(done)
     time.sleep(0.05)
     assert len(done) == finished                      # nothing still running after the call returned
+
+
+@needs_two_threads
+def test_in_threads_parts_hold_a_grain_of_rows_at_least():
+    parts = []
+    in_threads(lambda start, stop: parts.append((start, stop)), 70, work=PARALLEL_MIN_SIZE, grain=32)
+    assert sorted(parts) == [(0, 32), (32, 64), (64, 70)]
+    parts.clear()
+    in_threads(lambda start, stop: parts.append((start, stop)), 63, work=PARALLEL_MIN_SIZE, grain=32)
+    assert parts == [(0, 63)]                         # two parts would hold fewer than 32 rows each
