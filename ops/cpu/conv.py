@@ -122,46 +122,6 @@ def _span(i, size, kernel, stride, before, after, dilation, count):
     return start + skip * dilation, dilation, max(end - skip, 0), padded
 
 
-@njit(cache=True)
-def _window_argmax(x, b, c, i, j, h, w):
-    """The flat position r·W + s in x[b, c] of output (i, j)'s first largest element (the last NaN; the window's
-    first when all are −inf). h and w are the window tuples (kernel, stride, before, after, dilation, count)."""
-    r0, rstep, rows, _ = _span(i, x.shape[2], *h)
-    s0, sstep, cols, _ = _span(j, x.shape[3], *w)
-    best, at = -math.inf, r0 * x.shape[3] + s0
-    for t in range(rows):
-        r = r0 + t * rstep
-        for u in range(cols):
-            s = s0 + u * sstep
-            v = x[b, c, r, s]
-            if v > best or math.isnan(v):
-                best, at = v, r * x.shape[3] + s
-    return at
-
-
-@njit(cache=True)
-def _window_divisor(i, j, H, W, h, w, include_pad, divisor):
-    """What output (i, j)'s window sum is divided by: ``divisor`` when not 0, else the window's size up to the end of
-    the padding (``include_pad``) or inside the input (PyTorch's rule); 1 for a window empty of input."""
-    _, _, rows, rpadded = _span(i, H, *h)
-    _, _, cols, spadded = _span(j, W, *w)
-    if rows * cols == 0:
-        return 1
-    return divisor if divisor != 0 else rpadded * spadded if include_pad else rows * cols
-
-
-@njit(cache=True)
-def _window_sum(x, b, c, i, j, h, w):
-    """The sum of output (i, j)'s window in x[b, c] (0 outside the input)."""
-    r0, rstep, rows, _ = _span(i, x.shape[2], *h)
-    s0, sstep, cols, _ = _span(j, x.shape[3], *w)
-    total = x.dtype.type(0)
-    for t in range(rows):
-        for u in range(cols):
-            total += x[b, c, r0 + t * rstep, s0 + u * sstep]
-    return total
-
-
 def windows(shape, kernel, stride, padding, dilation, ceil_mode):
     """The window tuples (kernel, stride, before, after, dilation, count) of the two spatial axes of ``shape``."""
     return tuple((kernel[a], stride[a], padding[2 * a], padding[2 * a + 1], dilation[a],
@@ -176,97 +136,142 @@ def adaptive_windows(size):
 
 def max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
     """The largest value of each window, (B, C, Ho, Wo)."""
-    return _max_pool(np.ascontiguousarray(x), *windows(x.shape, kernel, stride, padding, dilation, ceil_mode))
+    return _max_pool(np.ascontiguousarray(x), *spans(x.shape, windows(x.shape, kernel, stride, padding, dilation,
+                                                                        ceil_mode)))
 
 
 def max_pool2d_indices(x, kernel, stride, padding, dilation, ceil_mode):
     """Where each window's largest value lies: its flat index r·W + s in the H·W plane (int64), as PyTorch's."""
-    return _argmax_pool(np.ascontiguousarray(x), *windows(x.shape, kernel, stride, padding, dilation, ceil_mode))
+    return _argmax_pool(np.ascontiguousarray(x), *spans(x.shape, windows(x.shape, kernel, stride, padding, dilation,
+                                                                           ceil_mode)))
 
 
 def max_pool2d_grad(g, x, kernel, stride, padding, dilation, ceil_mode):
     """dx: each window's gradient on its first largest element (the last NaN), summed where windows overlap."""
     return _max_pool_backward(np.ascontiguousarray(g), np.ascontiguousarray(x),
-                              *windows(x.shape, kernel, stride, padding, dilation, ceil_mode))
+                              *spans(x.shape, windows(x.shape, kernel, stride, padding, dilation, ceil_mode)))
 
 
 def avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
     """The mean of each window, (B, C, Ho, Wo)."""
-    return _avg_pool(np.ascontiguousarray(x), *windows(x.shape, kernel, stride, padding, (1, 1), ceil_mode),
-                     count_include_pad, divisor_override)
+    return _avg_pool(np.ascontiguousarray(x), *spans(x.shape, windows(x.shape, kernel, stride, padding, (1, 1),
+                                                                       ceil_mode)), count_include_pad, divisor_override)
 
 
 def avg_pool2d_grad(g, x_shape, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
     """dx: each window's gradient divided by its divisor onto its elements, summed where windows overlap."""
     return _avg_pool_backward(np.ascontiguousarray(g), np.zeros(x_shape, g.dtype),
-                              *windows(x_shape, kernel, stride, padding, (1, 1), ceil_mode), count_include_pad,
-                              divisor_override)
+                              *spans(x_shape, windows(x_shape, kernel, stride, padding, (1, 1), ceil_mode)),
+                              count_include_pad, divisor_override)
+
+
+def spans(shape, windows) -> tuple[np.ndarray, np.ndarray]:
+    """The windows of the rows and of the columns of a (B, C, H, W) input, each (outputs, 4): ``_span`` of each
+    output, computed once for all the planes."""
+    return tuple(np.array([_span(i, shape[2 + a], *window) for i in range(window[5])], np.int64).reshape(-1, 4)
+                 for a, window in enumerate(windows))
+
+
+@njit(cache=True)
+def _window_argmax(plane, r, s):
+    """The flat position in ``plane`` (H, W) of the first largest element (the last NaN; the window's first when all
+    are −inf) of the window whose row and column spans (first, step, taps, padded) are r and s."""
+    W = plane.shape[1]
+    best, at = -math.inf, r[0] * W + s[0]
+    for t in range(r[2]):
+        row = plane[r[0] + t * r[1]]
+        for u in range(s[2]):
+            v = row[s[0] + u * s[1]]
+            if v > best or math.isnan(v):
+                best, at = v, (r[0] + t * r[1]) * W + s[0] + u * s[1]
+    return at
+
+
+@njit(cache=True)
+def _window_sum(plane, r, s):
+    """The sum of the window of row and column spans r and s in ``plane`` (0 outside the input)."""
+    total = plane.dtype.type(0)
+    for t in range(r[2]):
+        row = plane[r[0] + t * r[1]]
+        for u in range(s[2]):
+            total += row[s[0] + u * s[1]]
+    return total
+
+
+@njit(cache=True)
+def _window_divisor(r, s, include_pad, divisor):
+    """What a window's sum is divided by: ``divisor`` when not 0, else the window's size up to the end of the
+    padding (``include_pad``) or inside the input (PyTorch's rule); 1 for a window empty of input."""
+    if r[2] * s[2] == 0:
+        return 1
+    return divisor if divisor != 0 else r[3] * s[3] if include_pad else r[2] * s[2]
 
 
 @parallel_kernel
-def _max_pool(x, h, w):
+def _max_pool(x, rows, cols):
     B, C, _, W = x.shape
-    y = np.empty((B, C, h[5], w[5]), x.dtype)
+    y = np.empty((B, C, rows.shape[0], cols.shape[0]), x.dtype)
     for bc in prange(B * C):
-        b, c = bc // C, bc % C
-        for i in range(h[5]):
-            for j in range(w[5]):
-                at = _window_argmax(x, b, c, i, j, h, w)
-                y[b, c, i, j] = x[b, c, at // W, at % W]
+        plane, out = x[bc // C, bc % C], y[bc // C, bc % C]
+        for i in range(rows.shape[0]):
+            for j in range(cols.shape[0]):
+                at = _window_argmax(plane, rows[i], cols[j])
+                out[i, j] = plane[at // W, at % W]
     return y
 
 
 @parallel_kernel
-def _argmax_pool(x, h, w):
+def _argmax_pool(x, rows, cols):
     B, C = x.shape[:2]
-    indices = np.empty((B, C, h[5], w[5]), np.int64)
+    indices = np.empty((B, C, rows.shape[0], cols.shape[0]), np.int64)
     for bc in prange(B * C):
-        b, c = bc // C, bc % C
-        for i in range(h[5]):
-            for j in range(w[5]):
-                indices[b, c, i, j] = _window_argmax(x, b, c, i, j, h, w)
+        plane, out = x[bc // C, bc % C], indices[bc // C, bc % C]
+        for i in range(rows.shape[0]):
+            for j in range(cols.shape[0]):
+                out[i, j] = _window_argmax(plane, rows[i], cols[j])
     return indices
 
 
 @parallel_kernel
-def _max_pool_backward(g, x, h, w):
-    B, C = x.shape[:2]
+def _max_pool_backward(g, x, rows, cols):
+    B, C, _, W = x.shape
     dx = np.zeros_like(x)
     for bc in prange(B * C):
-        b, c = bc // C, bc % C
-        for i in range(h[5]):
-            for j in range(w[5]):
-                at = _window_argmax(x, b, c, i, j, h, w)
-                dx[b, c, at // x.shape[3], at % x.shape[3]] += g[b, c, i, j]
+        plane, grad, out = x[bc // C, bc % C], g[bc // C, bc % C], dx[bc // C, bc % C]
+        for i in range(rows.shape[0]):
+            for j in range(cols.shape[0]):
+                at = _window_argmax(plane, rows[i], cols[j])
+                out[at // W, at % W] += grad[i, j]
     return dx
 
 
 @parallel_kernel
-def _avg_pool(x, h, w, include_pad, divisor):
-    B, C, H, W = x.shape
-    y = np.empty((B, C, h[5], w[5]), x.dtype)
+def _avg_pool(x, rows, cols, include_pad, divisor):
+    B, C = x.shape[:2]
+    y = np.empty((B, C, rows.shape[0], cols.shape[0]), x.dtype)
     for bc in prange(B * C):
-        b, c = bc // C, bc % C
-        for i in range(h[5]):
-            for j in range(w[5]):
-                y[b, c, i, j] = _window_sum(x, b, c, i, j, h, w) / _window_divisor(i, j, H, W, h, w, include_pad,
-                                                                                     divisor)
+        plane, out = x[bc // C, bc % C], y[bc // C, bc % C]
+        for i in range(rows.shape[0]):
+            for j in range(cols.shape[0]):
+                out[i, j] = _window_sum(plane, rows[i], cols[j]) / _window_divisor(rows[i], cols[j], include_pad,
+                                                                                   divisor)
     return y
 
 
 @parallel_kernel
-def _avg_pool_backward(g, dx, h, w, include_pad, divisor):
-    B, C, H, W = dx.shape
+def _avg_pool_backward(g, dx, rows, cols, include_pad, divisor):
+    B, C = dx.shape[:2]
     for bc in prange(B * C):
-        b, c = bc // C, bc % C
-        for i in range(h[5]):
-            for j in range(w[5]):
-                share = g[b, c, i, j] / _window_divisor(i, j, H, W, h, w, include_pad, divisor)
-                r0, rstep, rows, _ = _span(i, H, *h)
-                s0, sstep, cols, _ = _span(j, W, *w)
-                for t in range(rows):
-                    for u in range(cols):
-                        dx[b, c, r0 + t * rstep, s0 + u * sstep] += share
+        grad, out = g[bc // C, bc % C], dx[bc // C, bc % C]
+        for i in range(rows.shape[0]):
+            r = rows[i]
+            for j in range(cols.shape[0]):
+                c = cols[j]
+                share = grad[i, j] / _window_divisor(r, c, include_pad, divisor)
+                for t in range(r[2]):
+                    row = out[r[0] + t * r[1]]
+                    for u in range(c[2]):
+                        row[c[0] + u * c[1]] += share
     return dx
 
 
@@ -279,10 +284,11 @@ KERNELS = {
     "max_pool2d_grad": max_pool2d_grad,
     "avg_pool2d": avg_pool2d,
     "avg_pool2d_grad": lambda g, x, **attrs: avg_pool2d_grad(g, x.shape, **attrs),
-    "adaptive_max_pool2d": lambda x, size: _max_pool(np.ascontiguousarray(x), *adaptive_windows(size)),
+    "adaptive_max_pool2d": lambda x, size: _max_pool(np.ascontiguousarray(x), *spans(x.shape, adaptive_windows(size))),
     "adaptive_max_pool2d_grad": lambda g, x, size: _max_pool_backward(
-        np.ascontiguousarray(g), np.ascontiguousarray(x), *adaptive_windows(size)),
-    "adaptive_avg_pool2d": lambda x, size: _avg_pool(np.ascontiguousarray(x), *adaptive_windows(size), False, 0),
+        np.ascontiguousarray(g), np.ascontiguousarray(x), *spans(x.shape, adaptive_windows(size))),
+    "adaptive_avg_pool2d": lambda x, size: _avg_pool(np.ascontiguousarray(x), *spans(x.shape, adaptive_windows(size)),
+                                                     False, 0),
     "adaptive_avg_pool2d_grad": lambda g, x, size: _avg_pool_backward(
-        np.ascontiguousarray(g), np.zeros(x.shape, g.dtype), *adaptive_windows(size), False, 0),
+        np.ascontiguousarray(g), np.zeros(x.shape, g.dtype), *spans(x.shape, adaptive_windows(size)), False, 0),
 }

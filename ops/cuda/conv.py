@@ -27,9 +27,9 @@ from ops.cuda.launch import THREADS, blocks
 from ops.shapes import output_size, transposed_size
 
 _span = device_function(cpu._span)
-_window_argmax = device_function(cpu._window_argmax, _span=_span)
-_window_sum = device_function(cpu._window_sum, _span=_span)
-_window_divisor = device_function(cpu._window_divisor, _span=_span)
+_window_argmax = device_function(cpu._window_argmax)
+_window_sum = device_function(cpu._window_sum)
+_window_divisor = device_function(cpu._window_divisor)
 
 
 def conv2d(x, w, stride, padding, dilation, groups):
@@ -195,7 +195,7 @@ def _conv_weight_grad(dweight, g, x, sh, sw, top, left, dh, dw):
 def _max_pool(y, x, h, w):
     for e in range(cuda.grid(1), y.size, cuda.gridsize(1)):
         b, c, i, j = _unravel(e, y.shape)
-        at = _window_argmax(x, b, c, i, j, h, w)
+        at = _window_argmax(x[b, c], _span(i, x.shape[2], *h), _span(j, x.shape[3], *w))
         y[b, c, i, j] = x[b, c, at // x.shape[3], at % x.shape[3]]
 
 
@@ -203,7 +203,7 @@ def _max_pool(y, x, h, w):
 def _argmax_pool(indices, x, h, w):
     for e in range(cuda.grid(1), indices.size, cuda.gridsize(1)):
         b, c, i, j = _unravel(e, indices.shape)
-        indices[b, c, i, j] = _window_argmax(x, b, c, i, j, h, w)
+        indices[b, c, i, j] = _window_argmax(x[b, c], _span(i, x.shape[2], *h), _span(j, x.shape[3], *w))
 
 
 @cuda.jit
@@ -216,7 +216,8 @@ def _max_pool_backward(dx, g, h, w, x):
         j0, j1 = _holders(s, W, *w)
         for i in range(i0, i1):
             for j in range(j0, j1):
-                if _holds(r, i, H, h) and _holds(s, j, W, w) and _window_argmax(x, b, c, i, j, h, w) == r * W + s:
+                if _holds(r, i, H, h) and _holds(s, j, W, w) and \
+                        _window_argmax(x[b, c], _span(i, H, *h), _span(j, W, *w)) == r * W + s:
                     acc += g[b, c, i, j]
         dx[b, c, r, s] = acc
 
@@ -226,7 +227,8 @@ def _avg_pool(y, x, h, w, include_pad, divisor):
     H, W = x.shape[2], x.shape[3]
     for e in range(cuda.grid(1), y.size, cuda.gridsize(1)):
         b, c, i, j = _unravel(e, y.shape)
-        y[b, c, i, j] = _window_sum(x, b, c, i, j, h, w) / _window_divisor(i, j, H, W, h, w, include_pad, divisor)
+        rows, cols = _span(i, H, *h), _span(j, W, *w)
+        y[b, c, i, j] = _window_sum(x[b, c], rows, cols) / _window_divisor(rows, cols, include_pad, divisor)
 
 
 @cuda.jit
@@ -240,7 +242,7 @@ def _avg_pool_backward(dx, g, h, w, include_pad, divisor):
         for i in range(i0, i1):
             for j in range(j0, j1):
                 if _holds(r, i, H, h) and _holds(s, j, W, w):
-                    acc += g[b, c, i, j] / _window_divisor(i, j, H, W, h, w, include_pad, divisor)
+                    acc += g[b, c, i, j] / _window_divisor(_span(i, H, *h), _span(j, W, *w), include_pad, divisor)
         dx[b, c, r, s] = acc
 
 
