@@ -139,6 +139,7 @@ def test_blocks_of_rows_run_apart_equal_the_whole_batch(monkeypatch):
         blocks.append((count, work >= PARALLEL_MIN_SIZE, grain))
         in_threads(kernel, count, *args, work=work, grain=grain)
     monkeypatch.setattr(recurrence, "in_threads", recorded)
+    monkeypatch.setattr(recurrence, "SPLIT_MIN_SIZE", 0)
     apart = gradient.compile()(x=x, mask=mask)
     assert blocks and all(block == (70, True, recurrence.ROWS_PER_PART) for block in blocks)
     monkeypatch.setattr(recurrence, "ROWS_PER_PART", 70)
@@ -160,6 +161,7 @@ def test_a_body_mixing_the_rows_of_its_batch_runs_as_one_block(step, apart, monk
     graph = ag.trace(lambda h, x: ag.scan(step, h, x)[1], h=ag.Input(("B", 64)), x=ag.Input(("B", 8, 64)))
     body = next(n.attrs["body"] for n in graph.nodes if n.op == "scan")
     assert recurrence._rows_apart(body.optimized()) is apart
+    monkeypatch.setattr(recurrence, "SPLIT_MIN_SIZE", 0)
     generated = graph.compile()(h=h, x=x)
     monkeypatch.setattr(recurrence, "generate", lambda body_graph: None)
     np.testing.assert_allclose(generated, ag.trace(lambda h, x: ag.scan(step, h, x)[1], h=h, x=x).compile()(h=h, x=x),
