@@ -256,6 +256,35 @@ def test_concatenated_slices_of_one_array_are_the_array(rng):
     np.testing.assert_array_equal(Executable(optimized)(x=x), Executable(graph)(x=x))
 
 
+@pytest.mark.parametrize("index, then", [
+    ((slice(None), slice(2, 9)), (slice(None), slice(1, 4))),
+    ((slice(None), slice(2, 9)), (-1, slice(-3, None))),
+    ((slice(1, 3), 4), (1,)),
+    ((slice(None), slice(2, 9)), (slice(None), slice(5, 2))),          # empty
+    ((slice(None), slice(None, None, 2)), (slice(None), slice(1, 3))),  # a step: kept as two
+])
+def test_a_slice_of_a_slice_is_one_slice(index, then, rng):
+    x = rng.standard_normal((3, 10))
+    graph = ag.trace(lambda x: x[index][then] * 2.0, x=x)
+    optimized = passes.dce(passes.simplify(graph))
+    assert ops(optimized)["getitem"] == (2 if index[1] == slice(None, None, 2) else 1)
+    np.testing.assert_array_equal(Executable(optimized)(x=x), x[index][then] * 2.0)
+
+
+def test_adjacent_slices_concatenated_are_one_slice(rng):
+    """concat(x[:, 1:3], x[:, 3:6], y, x[:, 6:7], x[:, 0:1]): the first two joined, and nothing else (y between,
+    and 0:1 not after 6:7)."""
+    x, y = rng.standard_normal((2, 3, 8)), rng.standard_normal((2, 3, 2))
+    graph = ag.trace(lambda x, y: ag.concat([x[:, :, 1:3], x[:, :, 3:6], y, x[:, :, 6:7], x[:, :, 0:1]], axis=-1),
+                     x=x, y=y)
+    optimized = passes.dce(passes.simplify(graph))
+    assert ops(optimized) == {"getitem": 3, "concat": 1}
+    np.testing.assert_array_equal(Executable(optimized)(x=x, y=y), Executable(graph)(x=x, y=y))
+    whole = passes.dce(passes.simplify(ag.trace(lambda x: ag.concat([x[:, 1:2, 2:], x[:, 2:, 2:]], axis=1), x=x)))
+    assert ops(whole) == {"getitem": 1}
+    np.testing.assert_array_equal(Executable(whole)(x=x), x[:, 1:, 2:])
+
+
 @pytest.mark.parametrize("transpose_a, transpose_b", [(False, False), (True, False), (False, True), (True, True)])
 def test_a_product_contracting_an_axis_of_size_1_becomes_an_exact_multiplication(transpose_a, transpose_b, rng):
     """An additive attention's vᵀ tanh(·) has one output column: its gradients are outer products, which

@@ -29,7 +29,7 @@ from .fuse_elementwise import fuse_elementwise, unfuse
 from .scans import share_scans
 from .simplify import simplify
 
-PASSES = (fold, fuse, fuse_attention, read_heads_in_place, simplify, share_scans, cse, dce, fuse_elementwise)
+PASSES = (fold, fuse, fuse_attention, read_heads_in_place, share_scans, simplify, cse, dce, fuse_elementwise)
 
 
 def optimize(graph: Graph, elementwise: bool = True) -> Graph:

@@ -11,6 +11,8 @@
   concat(transpose(x₁, p), transpose(x₂, p), ...)      →  transpose(concat(x₁, x₂, ...), p), and
   concat(x[0:i], x[i:j], ...) or of x[k] reshaped      →  x, its sliced axis moved to the concatenation's,
                                                           when the slices tile x along the axis in order
+  x[index₁][index₂]                                    →  x[index]   (slices of step 1 and integers)
+  concat(…, x[…, i:j], x[…, j:k], …)                   →  concat(…, x[…, i:k], …)   (adjacent slices joined)
   a @ b contracting an axis of size 1   →  a column times a row, broadcast: an elementwise product to fuse
   Σₜ aₜᵀ gₜ   →  concat(aₜ)ᵀ concat(gₜ)      (a weight used at every time step: one product over all steps' rows)
   Σₜ Σ_rows gₜ  →  Σ_rows concat(gₜ)         (its bias)
@@ -98,6 +100,14 @@ def _simplified(graph: Graph) -> Graph:
             joined = copy(node, parts, attrs={"axis": perm[axis]},
                           shape=tuple(node.shape[perm.index(a)] for a in range(len(perm))))
             return copy(node, (joined,), op="transpose", attrs={"perm": perm})
+        if node.op == "getitem" and inputs[0].op == "getitem":
+            index = _composed(inputs[0].attrs["index"], node.attrs["index"], inputs[0].inputs[0].shape)
+            if index is not None:
+                return copy(node, inputs[0].inputs, attrs={"index": index})
+        if node.op == "concat":
+            parts = _joined(node.attrs["axis"] % len(node.shape), inputs, copy)
+            if len(parts) < len(inputs):
+                return parts[0] if len(parts) == 1 else copy(node, parts)
         if node.op in ("getitem", "scatter_slice") and _whole(node.attrs["index"], inputs[0].shape if
                                                                node.op == "getitem" else node.shape):
             return copy(node, inputs, op="reshape", attrs={"shape": node.shape})
@@ -221,6 +231,68 @@ def _tiled(parts: tuple, axis: int) -> tuple | None:
     ((x, sliced),) = sources
     moved = [a for a in range(len(x.shape)) if a != sliced]
     return (x, tuple(moved[:axis] + [sliced] + moved[axis:])) if start == x.shape[sliced] else None
+
+
+def _composed(inner: tuple, outer: tuple, shape: tuple) -> tuple | None:
+    """The index of ``x[inner][outer]`` taken at once, x of ``shape``, when both hold only slices of step 1 and
+    integers (a cut of a symbolic axis only whole); None otherwise."""
+    if any(item is None or item is Ellipsis for item in (*inner, *outer)):
+        return None
+    composed, rest = [], list(outer)
+    for axis, dim in enumerate(shape):
+        first = inner[axis] if axis < len(inner) else slice(None)
+        if not isinstance(first, slice):
+            composed.append(first)          # an integer: the axis is gone before ``outer``
+            continue
+        then = rest.pop(0) if rest else slice(None)
+        if first == slice(None) or then == slice(None):
+            composed.append(then if first == slice(None) else first)
+            continue
+        if isinstance(dim, str):
+            return None
+        begin, end, step = first.indices(dim)
+        length = max(end - begin, 0)
+        if step != 1:
+            return None
+        if isinstance(then, slice):
+            start, stop, step = then.indices(length)
+            if step != 1:
+                return None
+            composed.append(slice(begin + start, begin + max(stop, start)))
+        elif -length <= then < length:
+            composed.append(begin + then % length)
+        else:
+            return None
+    return tuple(composed)
+
+
+def _joined(axis: int, parts: tuple, copy) -> list:
+    """The parts of a concatenation along ``axis`` with each run of adjacent slices of one x (``x[…, i:j]``,
+    ``x[…, j:k]``, alike on every other axis) made one slice ``x[…, i:k]``."""
+    joined = []
+    for part in parts:
+        last = joined[-1] if joined else None
+        if last is not None and part.op == last.op == "getitem" and part.inputs[0] is last.inputs[0]:
+            a, b = (_sliced(x.attrs["index"], x.inputs[0].shape, axis) for x in (last, part))
+            if a is not None and b is not None and a[0] == b[0] and a[2] == b[1]:
+                index = a[0][:axis] + (slice(a[1], b[2]),) + a[0][axis + 1:]
+                shape = last.shape[:axis] + (last.shape[axis] + part.shape[axis],) + last.shape[axis + 1:]
+                joined[-1] = copy(last, last.inputs, attrs={"index": index}, shape=shape)
+                continue
+        joined.append(part)
+    return joined
+
+
+def _sliced(index: tuple, shape: tuple, axis: int):
+    """(the index with its item on ``axis`` made a whole slice, start, stop) when ``index`` holds slices only and a
+    slice of step 1 of a concrete size on ``axis``; else None."""
+    index = index + (slice(None),) * (len(shape) - len(index))
+    if len(index) != len(shape) or not all(isinstance(item, slice) for item in index) or isinstance(shape[axis], str):
+        return None
+    start, stop, step = index[axis].indices(shape[axis])
+    if step != 1 or stop < start:
+        return None
+    return index[:axis] + (slice(None),) + index[axis + 1:], start, stop
 
 
 def _whole(index: tuple, shape: tuple) -> bool:
