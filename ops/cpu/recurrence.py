@@ -63,10 +63,9 @@ def generate(graph):
         return None
     loop, width = _compiled(source)
     loop, dtype = with_serial_blas(loop), graph.outputs[0].dtype
-    arguments = [graph.inputs[name] for name in ("carry", *sorted(
-        (n for n in graph.inputs if n != "carry"), key=lambda name: (name[0] == "c", int(name[1:]))))]
+    carry, sequences, consts = _arguments(graph)
     apart = _rows_apart(graph)
-    sliced = [apart and n.shape[:1] == (ROWS,) for n in arguments]
+    sliced = [apart and n.shape[:1] == (ROWS,) for n in (carry, *sequences, *consts)]
 
     def run(init, *inputs, reverse):
         arrays = [np.ascontiguousarray(a) for a in (init, *inputs)]
@@ -108,6 +107,12 @@ def _rows_apart(graph) -> bool:
     return True
 
 
+def _arguments(graph) -> tuple:
+    """The body's inputs in the order the scan passes them: the carry, the sequences x0, x1, …, the constants c0, …"""
+    numbered = sorted((n for n in graph.inputs.values() if n.name != "carry"), key=lambda n: int(n.name[1:]))
+    return graph.inputs["carry"], [n for n in numbered if n.name[0] == "x"], [n for n in numbered if n.name[0] == "c"]
+
+
 def _mentions_rows(dim) -> bool:
     return isinstance(dim, str) and ROWS in dim.split("*")
 
@@ -115,9 +120,7 @@ def _mentions_rows(dim) -> bool:
 def _source(graph) -> tuple[str, list, tuple]:
     """The module's source, the values of the body's constants, and the sizes (``Sizes``) the loop takes."""
     inputs = list(graph.inputs.values())
-    carry = graph.inputs["carry"]           # the others in the order the scan passes them: x0, x1, …, c0, c1, …
-    sequences = sorted((n for n in inputs if n.name[0] == "x"), key=lambda n: int(n.name[1:]))
-    consts = sorted((n for n in inputs if n.name[0] == "c" and n is not carry), key=lambda n: int(n.name[1:]))
+    carry, sequences, consts = _arguments(graph)
     constants = [n for n in graph.nodes if n.op == "constant"]
     sizes = Sizes()
     values = Values(sizes)
