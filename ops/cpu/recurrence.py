@@ -41,7 +41,7 @@ from ops.cpu.threads import in_threads
 
 ROWS = "rows"
 ROWS_PER_PART = 32     # a block of fewer rows ran slower per row (BLAS on short products)
-SPLIT_MIN_SIZE = 2 ** 19    # elements a loop writes: smaller ones (a GRU over 64 rows, 0.4-0.9 ms) ran no faster in blocks
+SPLIT_MIN_SIZE = 2 ** 19    # elements a loop writes: smaller ones (a GRU over 64 rows) ran no faster in blocks
 
 
 class Unsupported(Exception):

@@ -285,6 +285,26 @@ def test_adjacent_slices_concatenated_are_one_slice(rng):
     np.testing.assert_array_equal(Executable(whole)(x=x), x[:, 1:, 2:])
 
 
+def test_gradients_of_slices_side_by_side_are_one_scatter_of_their_concatenation(rng):
+    """∂/∂x of Σ x[:, 1:3]·a + Σ x[:, 3:5]·b: the two gradients are one concatenation scattered into 1:5; of
+    Σ x[:, 0][1:]·c: one scatter (not into x[:, 0], then into x); of Σ x[:, -1]·a₀ + Σ x[:, :7]·2: a concatenation
+    (the last column counted as column 7)."""
+    x, a, b = rng.standard_normal((3, 8)), rng.standard_normal((3, 2)), rng.standard_normal((3, 2))
+    c = rng.standard_normal(2)
+    for loss, scattered, expected_ops in [
+            (lambda x: ag.sum(x[:, 1:3] * a) + ag.sum(x[:, 3:5] * b), (slice(None), slice(1, 5)), {"concat": 1}),
+            (lambda x: ag.sum(x[:, 0][1:] * c), (slice(1, None), 0), {}),
+            (lambda x: ag.sum(x[:, -1] * a[:, 0]) + ag.sum(x[:, :7] * 2.0), None, {"concat": 1})]:   # x[:, 7] at -1
+        graph = ag.trace(loss, x=x).grad(wrt=["x"])
+        optimized = passes.dce(passes.simplify(graph))
+        scatters = [n for n in optimized.topological_order() if n.op == "scatter_slice"]
+        assert [n.attrs["index"] for n in scatters] == ([scattered] if scattered else [])
+        assert not any(n.op == "add" and n.shape == x.shape for n in optimized.topological_order())
+        assert all(ops(optimized)[op] == count for op, count in expected_ops.items())
+        np.testing.assert_array_equal(Executable(optimized)(x=x)[1], Executable(graph)(x=x)[1])
+        assert np.count_nonzero(Executable(optimized)(x=x)[1]) == (2 if not expected_ops else 12 if scattered else 24)
+
+
 @pytest.mark.parametrize("transpose_a, transpose_b", [(False, False), (True, False), (False, True), (True, True)])
 def test_a_product_contracting_an_axis_of_size_1_becomes_an_exact_multiplication(transpose_a, transpose_b, rng):
     """An additive attention's vᵀ tanh(·) has one output column: its gradients are outer products, which

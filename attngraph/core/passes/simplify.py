@@ -4,7 +4,9 @@
   reshape(reshape(x, s), t)      →  reshape(x, t), or x when t is x's shape
   f(broadcast_to(x), y)          →  f(x, y)   for an elementwise f whose result keeps its shape
   x · 1, 1 · x, x / 1, x + 0, 0 + x, x − 0  →  x   (a constant 1 or 0 of any shape that x's covers)
-  Σᵢ scatter_slice(gᵢ, x[..., aᵢ:bᵢ])  →  concat(g₁, g₂, ...)   when the slices tile their axis
+  Σᵢ scatter_slice(gᵢ, x[..., aᵢ:bᵢ])  →  concat(g₁, g₂, ...)   when the slices tile their axis, and
+                                         scatter_slice(concat(g₁, g₂, ...), x[..., a₁:bₙ]) when they lie side by side
+  scatter_slice(scatter_slice(g, x[i]), y[j])  →  scatter_slice(g, y[k])   (as x[i][j] → x[k])
   Σₜ scatter_slice(gₜ, x[:, t])          →  concat(g₀[:, None], g₁[:, None], ...)   (every t, any order)
   x[:, 0], scatter_slice(g, x[:, 0])     →  reshape   when the index takes all of x (an axis of size 1)
   reshape(transpose(x, p)) that inserts axes of size 1  →  transpose(reshape(x), p')
@@ -111,14 +113,24 @@ def _simplified(graph: Graph) -> Graph:
         if node.op in ("getitem", "scatter_slice") and _whole(node.attrs["index"], inputs[0].shape if
                                                                node.op == "getitem" else node.shape):
             return copy(node, inputs, op="reshape", attrs={"shape": node.shape})
+        if node.op == "scatter_slice" and inputs[0].op == "scatter_slice":
+            index = _composed(node.attrs["index"], inputs[0].attrs["index"], node.shape)
+            if index is not None:
+                return copy(node, inputs[0].inputs, attrs={"shape": node.shape, "index": index})
         if node.op == "add":
             parts = _tiling(node, inputs)
-            if parts is not None:
-                axis, grads = parts
+            whole = parts is not None and parts[1:3] == (0, node.shape[parts[0]])
+            if whole or parts is not None and chain_root(node):    # side by side: once the whole sum is seen
+                axis, start, stop, grads = parts
                 grads = [g if len(g.shape) == len(node.shape) else
                          copy(node, (g,), op="reshape", attrs={"shape": shape}, shape=shape)
                          for g in grads for shape in [g.shape[:axis] + (1,) + g.shape[axis:]]]
-                return copy(node, grads, op="concat", attrs={"axis": axis})
+                if whole:
+                    return copy(node, grads, op="concat", attrs={"axis": axis})
+                joined = copy(node, grads, op="concat", attrs={"axis": axis},
+                              shape=node.shape[:axis] + (stop - start,) + node.shape[axis + 1:])
+                return copy(node, (joined,), op="scatter_slice", attrs={
+                    "shape": node.shape, "index": (slice(None),) * axis + (slice(start, stop),)})
         if node.op == "matmul" and _contracted(node, inputs[0]) == 1:
             return _outer_product(node, inputs, copy)
         if node.kind == "call" and lookup(node.op).elementwise:
@@ -312,18 +324,18 @@ def _whole(index: tuple, shape: tuple) -> bool:
     return True
 
 
-def _tiling(node, inputs: tuple) -> tuple[int, tuple] | None:
-    """(axis, the parts' gradients in order) when ``node`` adds up scatter_slices (directly or through adds)
-    of slices along one axis that cover it exactly once, else None."""
+def _tiling(node, inputs: tuple) -> tuple[int, int, int, tuple] | None:
+    """(axis, start, stop, the parts' gradients in order) when ``node`` adds up scatter_slices (directly or through
+    adds) of slices along one axis that lie side by side, each once, covering [start, stop); else None."""
     slices = _added_slices(node, inputs)
     if slices is None or len({axis for axis, *_ in slices}) != 1 or any(g.dtype != node.dtype for *_, g in slices):
         return None
     slices.sort(key=lambda piece: piece[1])
     axis = slices[0][0]
-    bounds = [0] + [b for _, a, b, _ in slices]
-    if [a for _, a, _, _ in slices] != bounds[:-1] or bounds[-1] != node.shape[axis]:
+    bounds = [slices[0][1]] + [b for _, a, b, _ in slices]
+    if [a for _, a, _, _ in slices] != bounds[:-1]:
         return None
-    return axis, tuple(g for *_, g in slices)
+    return axis, bounds[0], bounds[-1], tuple(g for *_, g in slices)
 
 
 def _added_slices(add, terms) -> list | None:
@@ -346,7 +358,13 @@ def _slices(node) -> list | None:
     if len(cut) != 1 or None in index or (isinstance(index[cut[0]], slice) and index[cut[0]].step not in (None, 1)):
         return None
     axis, item = cut[0], index[cut[0]]
-    start, stop, _ = item.indices(node.shape[axis]) if isinstance(item, slice) else (item, item + 1, 1)
+    if isinstance(node.shape[axis], str) and (isinstance(item, slice) or item < 0):
+        return None                             # bounds counted on an axis of symbolic size
+    if isinstance(item, slice):
+        start, stop, _ = item.indices(node.shape[axis])
+    else:
+        start = item % node.shape[axis] if item < 0 else item       # x[:, -1] is x[:, n - 1]
+        stop = start + 1
     return [(axis, start, stop, node.inputs[0])]
 
 
