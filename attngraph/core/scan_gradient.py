@@ -12,7 +12,8 @@ g the gradient of the scan's output (B, T, P), the gradient runs in three parts:
    forward runs once;
 2. a loop in the other direction (``reverse``) carries ∂carry: with a_t = g_t + [∂carry_t; 0], step t computes what
    ∂carry_{t−1} needs, reading the residuals instead of recomputing the forward, and emits the backward values that
-   part 3 reads (a GRU's gate gradients); its constants (a transposed weight) are computed once, before it;
+   part 3 reads (a GRU's gate gradients); its constants are computed once, before it (but a transposed weight that
+   products read, which they read in place);
 3. everything else — ∂x_t, and ∂c whose sums over the steps are the weight gradients — once, for all B·T rows
    together: one large product per weight instead of T small ones, as cuDNN computes a GRU's weight gradients (the
    sums over t taken in another order than the unrolled graph's: equal up to rounding). A batched constant (B, …) is
@@ -57,7 +58,7 @@ class Gradient:
             floats = [x for x in self.inputs if x.dtype.kind == "f"]
             grads = dict(zip(floats, map(F.as_node, gradients(F.sum(F.Tensor(self.out) * F.Tensor(self.a)),
                                                                    list(map(F.Tensor, floats))))))
-        self.vjp = graph
+        self.vjp, self.users = graph, graph.users()
         self.grads = [grads.get(x) for x in self.inputs]           # ∂carry, ∂x_i …, ∂c_j … (None: not a float)
         self.dtype, self.carry = dtype, self.inputs[0]
         self.xs = self.inputs[1:1 + body.sequences]
@@ -95,9 +96,14 @@ class Gradient:
                 and all(isinstance(d, int) for d in node.shape[1:]))
 
     def _loop_reads(self, node: Node) -> bool:
-        if node is self.a or node in self.xs or self.constant(node):
+        if node is self.a or node in self.xs or self.constant(node) and not self._absorbed(node):
             return READ
         return self._store(node) if node in self.forward else COMPUTE
+
+    def _absorbed(self, node: Node) -> bool:
+        """A transposed matrix (a weight) read by products alone: left in the loop's body, whose products read it in
+        place (``fuse``, BLAS's transposed operand), rather than copied before the loop."""
+        return node.op == "transpose" and len(node.shape) == 2 and all(u.op == "matmul" for u in self.users[node])
 
     def _after_reads(self, node: Node, in_loop: set) -> bool:
         if node is self.a or node in self.inputs[1:] or node in self.stored:

@@ -387,6 +387,7 @@ def test_the_gradient_runs_the_forward_once_and_reads_its_residuals(rng):
     reverse_ops = {n.op for n in backward.graph.nodes}
     assert not reverse_ops & {"sigmoid", "tanh"} and "matmul" in reverse_ops
     assert all(n.shape[0] == "rows" for n in backward.graph.nodes if n.op == "matmul")
+    assert not any(n.op == "transpose" and n in scans[1].inputs for n in executable.graph.nodes)   # Wᵀ read in place
     np.testing.assert_array_equal(executable(**inputs)[0], traced.compile()(**inputs))
 
 # ------------------------------------------------------------------------------------------------------ bad inputs
