@@ -24,12 +24,13 @@ are −inf), as PyTorch's CPU kernel, whose flat index in the H·W plane ``max_p
 pooling divides by ``divisor`` when it is not 0, else by the window's size counted up to the padding's end
 (``count_include_pad``) or inside the input only, as PyTorch does.
 """
-import math
 
 import numpy as np
 from numba import njit, prange
 
+from ops.cpu import pool_windows
 from ops.cpu.matmul import matmul
+from ops.cpu.pool_windows import specialized
 from ops.cpu.threads import parallel_kernel
 from ops.shapes import output_size, transposed_size
 
@@ -136,33 +137,32 @@ def adaptive_windows(size):
 
 def max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
     """The largest value of each window, (B, C, Ho, Wo)."""
-    return _max_pool(np.ascontiguousarray(x), *spans(x.shape, windows(x.shape, kernel, stride, padding, dilation,
-                                                                        ceil_mode)))
+    return specialized(*kernel).max_pool(np.ascontiguousarray(x), *spans(x.shape, windows(
+        x.shape, kernel, stride, padding, dilation, ceil_mode)))
 
 
 def max_pool2d_indices(x, kernel, stride, padding, dilation, ceil_mode):
     """Where each window's largest value lies: its flat index r·W + s in the H·W plane (int64), as PyTorch's."""
-    return _argmax_pool(np.ascontiguousarray(x), *spans(x.shape, windows(x.shape, kernel, stride, padding, dilation,
-                                                                           ceil_mode)))
+    return specialized(*kernel).argmax_pool(np.ascontiguousarray(x), *spans(x.shape, windows(
+        x.shape, kernel, stride, padding, dilation, ceil_mode)))
 
 
 def max_pool2d_grad(g, x, kernel, stride, padding, dilation, ceil_mode):
     """dx: each window's gradient on its first largest element (the last NaN), summed where windows overlap."""
-    return _max_pool_backward(np.ascontiguousarray(g), np.ascontiguousarray(x),
-                              *spans(x.shape, windows(x.shape, kernel, stride, padding, dilation, ceil_mode)))
+    return specialized(*kernel).max_pool_backward(np.ascontiguousarray(g), np.ascontiguousarray(x), *spans(
+        x.shape, windows(x.shape, kernel, stride, padding, dilation, ceil_mode)))
 
 
 def avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
     """The mean of each window, (B, C, Ho, Wo)."""
-    return _avg_pool(np.ascontiguousarray(x), *spans(x.shape, windows(x.shape, kernel, stride, padding, (1, 1),
-                                                                       ceil_mode)), count_include_pad, divisor_override)
+    return specialized(*kernel).avg_pool(np.ascontiguousarray(x), *spans(x.shape, windows(
+        x.shape, kernel, stride, padding, (1, 1), ceil_mode)), count_include_pad, divisor_override)
 
 
 def avg_pool2d_grad(g, x_shape, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
     """dx: each window's gradient divided by its divisor onto its elements, summed where windows overlap."""
-    return _avg_pool_backward(np.ascontiguousarray(g), np.zeros(x_shape, g.dtype),
-                              *spans(x_shape, windows(x_shape, kernel, stride, padding, (1, 1), ceil_mode)),
-                              count_include_pad, divisor_override)
+    return specialized(*kernel).avg_pool_backward(np.ascontiguousarray(g), np.zeros(x_shape, g.dtype), *spans(
+        x_shape, windows(x_shape, kernel, stride, padding, (1, 1), ceil_mode)), count_include_pad, divisor_override)
 
 
 def spans(shape, windows) -> tuple[np.ndarray, np.ndarray]:
@@ -170,109 +170,6 @@ def spans(shape, windows) -> tuple[np.ndarray, np.ndarray]:
     output, computed once for all the planes."""
     return tuple(np.array([_span(i, shape[2 + a], *window) for i in range(window[5])], np.int64).reshape(-1, 4)
                  for a, window in enumerate(windows))
-
-
-@njit(cache=True)
-def _window_argmax(plane, r, s):
-    """The flat position in ``plane`` (H, W) of the first largest element (the last NaN; the window's first when all
-    are −inf) of the window whose row and column spans (first, step, taps, padded) are r and s."""
-    W = plane.shape[1]
-    best, at = -math.inf, r[0] * W + s[0]
-    for t in range(r[2]):
-        row = plane[r[0] + t * r[1]]
-        for u in range(s[2]):
-            v = row[s[0] + u * s[1]]
-            if v > best or math.isnan(v):
-                best, at = v, (r[0] + t * r[1]) * W + s[0] + u * s[1]
-    return at
-
-
-@njit(cache=True)
-def _window_sum(plane, r, s):
-    """The sum of the window of row and column spans r and s in ``plane`` (0 outside the input)."""
-    total = plane.dtype.type(0)
-    for t in range(r[2]):
-        row = plane[r[0] + t * r[1]]
-        for u in range(s[2]):
-            total += row[s[0] + u * s[1]]
-    return total
-
-
-@njit(cache=True)
-def _window_divisor(r, s, include_pad, divisor):
-    """What a window's sum is divided by: ``divisor`` when not 0, else the window's size up to the end of the
-    padding (``include_pad``) or inside the input (PyTorch's rule); 1 for a window empty of input."""
-    if r[2] * s[2] == 0:
-        return 1
-    return divisor if divisor != 0 else r[3] * s[3] if include_pad else r[2] * s[2]
-
-
-@parallel_kernel
-def _max_pool(x, rows, cols):
-    B, C, _, W = x.shape
-    y = np.empty((B, C, rows.shape[0], cols.shape[0]), x.dtype)
-    for bc in prange(B * C):
-        plane, out = x[bc // C, bc % C], y[bc // C, bc % C]
-        for i in range(rows.shape[0]):
-            for j in range(cols.shape[0]):
-                at = _window_argmax(plane, rows[i], cols[j])
-                out[i, j] = plane[at // W, at % W]
-    return y
-
-
-@parallel_kernel
-def _argmax_pool(x, rows, cols):
-    B, C = x.shape[:2]
-    indices = np.empty((B, C, rows.shape[0], cols.shape[0]), np.int64)
-    for bc in prange(B * C):
-        plane, out = x[bc // C, bc % C], indices[bc // C, bc % C]
-        for i in range(rows.shape[0]):
-            for j in range(cols.shape[0]):
-                out[i, j] = _window_argmax(plane, rows[i], cols[j])
-    return indices
-
-
-@parallel_kernel
-def _max_pool_backward(g, x, rows, cols):
-    B, C, _, W = x.shape
-    dx = np.zeros_like(x)
-    for bc in prange(B * C):
-        plane, grad, out = x[bc // C, bc % C], g[bc // C, bc % C], dx[bc // C, bc % C]
-        for i in range(rows.shape[0]):
-            for j in range(cols.shape[0]):
-                at = _window_argmax(plane, rows[i], cols[j])
-                out[at // W, at % W] += grad[i, j]
-    return dx
-
-
-@parallel_kernel
-def _avg_pool(x, rows, cols, include_pad, divisor):
-    B, C = x.shape[:2]
-    y = np.empty((B, C, rows.shape[0], cols.shape[0]), x.dtype)
-    for bc in prange(B * C):
-        plane, out = x[bc // C, bc % C], y[bc // C, bc % C]
-        for i in range(rows.shape[0]):
-            for j in range(cols.shape[0]):
-                out[i, j] = _window_sum(plane, rows[i], cols[j]) / _window_divisor(rows[i], cols[j], include_pad,
-                                                                                   divisor)
-    return y
-
-
-@parallel_kernel
-def _avg_pool_backward(g, dx, rows, cols, include_pad, divisor):
-    B, C = dx.shape[:2]
-    for bc in prange(B * C):
-        grad, out = g[bc // C, bc % C], dx[bc // C, bc % C]
-        for i in range(rows.shape[0]):
-            r = rows[i]
-            for j in range(cols.shape[0]):
-                c = cols[j]
-                share = grad[i, j] / _window_divisor(r, c, include_pad, divisor)
-                for t in range(r[2]):
-                    row = out[r[0] + t * r[1]]
-                    for u in range(c[2]):
-                        row[c[0] + u * c[1]] += share
-    return dx
 
 
 KERNELS = {
@@ -284,11 +181,12 @@ KERNELS = {
     "max_pool2d_grad": max_pool2d_grad,
     "avg_pool2d": avg_pool2d,
     "avg_pool2d_grad": lambda g, x, **attrs: avg_pool2d_grad(g, x.shape, **attrs),
-    "adaptive_max_pool2d": lambda x, size: _max_pool(np.ascontiguousarray(x), *spans(x.shape, adaptive_windows(size))),
-    "adaptive_max_pool2d_grad": lambda g, x, size: _max_pool_backward(
+    "adaptive_max_pool2d": lambda x, size: pool_windows.max_pool(np.ascontiguousarray(x),
+                                                                 *spans(x.shape, adaptive_windows(size))),
+    "adaptive_max_pool2d_grad": lambda g, x, size: pool_windows.max_pool_backward(
         np.ascontiguousarray(g), np.ascontiguousarray(x), *spans(x.shape, adaptive_windows(size))),
-    "adaptive_avg_pool2d": lambda x, size: _avg_pool(np.ascontiguousarray(x), *spans(x.shape, adaptive_windows(size)),
-                                                     False, 0),
-    "adaptive_avg_pool2d_grad": lambda g, x, size: _avg_pool_backward(
+    "adaptive_avg_pool2d": lambda x, size: pool_windows.avg_pool(np.ascontiguousarray(x),
+                                                                 *spans(x.shape, adaptive_windows(size)), False, 0),
+    "adaptive_avg_pool2d_grad": lambda g, x, size: pool_windows.avg_pool_backward(
         np.ascontiguousarray(g), np.zeros(x.shape, g.dtype), *spans(x.shape, adaptive_windows(size)), False, 0),
 }

@@ -23,13 +23,14 @@ largest element wins, a NaN wins (the last).
 """
 from ops._cuda import cuda, device_function, empty
 from ops.cpu import conv as cpu
+from ops.cpu import pool_windows
 from ops.cuda.launch import THREADS, blocks
 from ops.shapes import output_size, transposed_size
 
 _span = device_function(cpu._span)
-_window_argmax = device_function(cpu._window_argmax)
-_window_sum = device_function(cpu._window_sum)
-_window_divisor = device_function(cpu._window_divisor)
+_window_max = device_function(pool_windows._window_max)
+_window_sum = device_function(pool_windows._window_sum)
+_window_divisor = device_function(pool_windows._window_divisor)
 
 
 def conv2d(x, w, stride, padding, dilation, groups):
@@ -195,15 +196,14 @@ def _conv_weight_grad(dweight, g, x, sh, sw, top, left, dh, dw):
 def _max_pool(y, x, h, w):
     for e in range(cuda.grid(1), y.size, cuda.gridsize(1)):
         b, c, i, j = _unravel(e, y.shape)
-        at = _window_argmax(x[b, c], _span(i, x.shape[2], *h), _span(j, x.shape[3], *w))
-        y[b, c, i, j] = x[b, c, at // x.shape[3], at % x.shape[3]]
+        y[b, c, i, j] = _window_max(x[b, c], _span(i, x.shape[2], *h), _span(j, x.shape[3], *w))[1]
 
 
 @cuda.jit
 def _argmax_pool(indices, x, h, w):
     for e in range(cuda.grid(1), indices.size, cuda.gridsize(1)):
         b, c, i, j = _unravel(e, indices.shape)
-        indices[b, c, i, j] = _window_argmax(x[b, c], _span(i, x.shape[2], *h), _span(j, x.shape[3], *w))
+        indices[b, c, i, j] = _window_max(x[b, c], _span(i, x.shape[2], *h), _span(j, x.shape[3], *w))[0]
 
 
 @cuda.jit
@@ -217,7 +217,7 @@ def _max_pool_backward(dx, g, h, w, x):
         for i in range(i0, i1):
             for j in range(j0, j1):
                 if _holds(r, i, H, h) and _holds(s, j, W, w) and \
-                        _window_argmax(x[b, c], _span(i, H, *h), _span(j, W, *w)) == r * W + s:
+                        _window_max(x[b, c], _span(i, H, *h), _span(j, W, *w))[0] == r * W + s:
                     acc += g[b, c, i, j]
         dx[b, c, r, s] = acc
 

@@ -184,6 +184,28 @@ def test_max_pooling_gradient_goes_to_the_first_largest_and_to_nan(device):
                                           [[9, 0, 0, 12, 0], [0, 0, 21, 0, 0], [0, 0, 29, 0, 16], [13, 0, 0, 0, 0]]])
 
 
+@pytest.mark.parametrize("kernel, stride, padding, dilation, ceil_mode", [
+    ((2, 2), (2, 2), (0, 0, 0, 0), (1, 1), False), ((3, 2), (2, 1), (1, 1, 1, 0), (2, 1), True),
+    ((1, 3), (1, 1), (0, 0, 1, 1), (1, 1), False)])
+def test_pooling_loops_specialized_to_a_window_size_equal_the_general_ones(kernel, stride, padding, dilation,
+                                                                          ceil_mode):
+    """ops/cpu/pool_windows.py's loops with the window's size a constant (borders cut by padding and ceil_mode
+    skipping taps) against the loops over each window's own taps: bit for bit, NaN and −inf included."""
+    from ops.cpu import pool_windows
+    x = np.concatenate([POOL_EDGES, POOL_EDGES[:, ::-1] * -1.5], axis=1)
+    g = np.arange(1.0, 1.0 + x.size).reshape(x.shape)
+    rows, cols = conv.spans(x.shape, conv.windows(x.shape, kernel, stride, padding, dilation, ceil_mode))
+    special = pool_windows.specialized(*kernel)
+    assert special.WINDOW == kernel and pool_windows.WINDOW == (0, 0)
+    gy = g[..., :rows.shape[0], :cols.shape[0]].copy()
+    for name, arguments in [("max_pool", lambda: (x, rows, cols)), ("argmax_pool", lambda: (x, rows, cols)),
+                            ("max_pool_backward", lambda: (gy, x, rows, cols)),
+                            ("avg_pool", lambda: (x, rows, cols, True, 0)),
+                            ("avg_pool_backward", lambda: (gy, np.zeros_like(x), rows, cols, False, 0))]:
+        np.testing.assert_array_equal(getattr(special, name).serial(*arguments()),
+                                      getattr(pool_windows, name).serial(*arguments()), err_msg=name)
+
+
 def convolutional_loss(x, w, b, v):
     """The loss of the graph below in NumPy: conv2d, tanh, both poolings, a causal conv1d and avg_pool1d."""
     h = np.tanh(reference_conv2d(x, w, (1, 2), (1, 1, 1, 1), (2, 1)) + b[:, None, None])
