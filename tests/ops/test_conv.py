@@ -198,12 +198,12 @@ def test_pooling_loops_specialized_to_a_window_size_equal_the_general_ones(kerne
     special = pool_windows.specialized(*kernel)
     assert special.WINDOW == kernel and pool_windows.WINDOW == (0, 0)
     gy = g[..., :rows.shape[0], :cols.shape[0]].copy()
-    for name, arguments in [("max_pool", lambda: (x, rows, cols)), ("argmax_pool", lambda: (x, rows, cols)),
-                            ("max_pool_backward", lambda: (gy, x, rows, cols)),
+    for name, arguments in [("max_pool", lambda: (x, rows, cols)), ("max_pool_backward", lambda: (gy, x, rows, cols)),
                             ("avg_pool", lambda: (x, rows, cols, True, 0)),
                             ("avg_pool_backward", lambda: (gy, np.zeros_like(x), rows, cols, False, 0))]:
-        np.testing.assert_array_equal(getattr(special, name).serial(*arguments()),
-                                      getattr(pool_windows, name).serial(*arguments()), err_msg=name)
+        results = [getattr(module, name).serial(*arguments()) for module in (special, pool_windows)]
+        for a, b in zip(*(result if isinstance(result, tuple) else (result,) for result in results)):
+            np.testing.assert_array_equal(a, b, err_msg=name)
 
 
 def convolutional_loss(x, w, b, v):
