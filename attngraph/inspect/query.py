@@ -8,9 +8,12 @@ carries op, kind, shape, dtype, scope, name, source and parameter size (see ``Gr
 """
 from __future__ import annotations
 
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from .calls import is_within
+
+if TYPE_CHECKING:       # networkx is imported where a path is asked for: it costs ~70 ms of importing attngraph
+    import networkx as nx
 
 
 def nodes_by_scope(g: nx.DiGraph, scope: str) -> list[str]:
@@ -31,6 +34,7 @@ def module_subgraph(g: nx.DiGraph, scope: str) -> nx.DiGraph:
 def path_between(g: nx.DiGraph, source: str, target: str) -> list[str]:
     """A shortest directed path from ``source`` to ``target`` (both included); empty when ``target`` does
     not depend on ``source``."""
+    import networkx as nx
     try:
         return nx.shortest_path(g, source, target)
     except nx.NetworkXNoPath:

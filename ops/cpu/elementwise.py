@@ -24,8 +24,12 @@ class Elementwise:
     def __init__(self, scalar_fn, boolean: bool = False):
         functools.update_wrapper(self, scalar_fn)
         self.boolean = boolean      # a predicate: the result is bool whatever the inputs
-        self.dufunc = numba.vectorize(cache=True)(scalar_fn)
         self._loops = {}            # input dtypes -> the ufunc with the `signature` that selects their loop
+
+    @functools.cached_property
+    def dufunc(self):
+        """Numba's ufunc of the scalar function, made at first use (making forty of them took ~50 ms of import)."""
+        return numba.vectorize(cache=True)(self.__wrapped__)
 
     def __call__(self, *args):
         arrays = [np.asarray(a) for a in args]
