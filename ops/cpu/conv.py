@@ -24,7 +24,6 @@ are −inf), as PyTorch's CPU kernel, whose flat index in the H·W plane ``max_p
 pooling divides by ``divisor`` when it is not 0, else by the window's size counted up to the padding's end
 (``count_include_pad``) or inside the input only, as PyTorch does.
 """
-
 import numpy as np
 from numba import njit, prange
 
@@ -137,39 +136,53 @@ def adaptive_windows(size):
 
 def max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
     """The largest value of each window, (B, C, Ho, Wo)."""
-    return specialized(*kernel).max_pool(np.ascontiguousarray(x), *spans(x.shape, windows(
-        x.shape, kernel, stride, padding, dilation, ceil_mode)))[0]
+    loops, rows, cols = _planned(x.shape, kernel, stride, padding, dilation, ceil_mode)
+    return loops.max_pool(np.ascontiguousarray(x), rows, cols)[0]
 
 
 def max_pool2d_indices(x, kernel, stride, padding, dilation, ceil_mode):
     """Where each window's largest value lies: its flat index r·W + s in the H·W plane (int64), as PyTorch's."""
-    return specialized(*kernel).max_pool(np.ascontiguousarray(x), *spans(x.shape, windows(
-        x.shape, kernel, stride, padding, dilation, ceil_mode)))[1]
+    loops, rows, cols = _planned(x.shape, kernel, stride, padding, dilation, ceil_mode)
+    return loops.max_pool(np.ascontiguousarray(x), rows, cols)[1]
 
 
 def max_pool2d_grad(g, x, kernel, stride, padding, dilation, ceil_mode):
     """dx: each window's gradient on its first largest element (the last NaN), summed where windows overlap."""
-    return specialized(*kernel).max_pool_backward(np.ascontiguousarray(g), np.ascontiguousarray(x), *spans(
-        x.shape, windows(x.shape, kernel, stride, padding, dilation, ceil_mode)))
+    loops, rows, cols = _planned(x.shape, kernel, stride, padding, dilation, ceil_mode)
+    return loops.max_pool_backward(np.ascontiguousarray(g), np.ascontiguousarray(x), rows, cols)
 
 
 def avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
     """The mean of each window, (B, C, Ho, Wo)."""
-    return specialized(*kernel).avg_pool(np.ascontiguousarray(x), *spans(x.shape, windows(
-        x.shape, kernel, stride, padding, (1, 1), ceil_mode)), count_include_pad, divisor_override)
+    loops, rows, cols = _planned(x.shape, kernel, stride, padding, (1, 1), ceil_mode)
+    return loops.avg_pool(np.ascontiguousarray(x), rows, cols, count_include_pad, divisor_override)
 
 
 def avg_pool2d_grad(g, x_shape, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
     """dx: each window's gradient divided by its divisor onto its elements, summed where windows overlap."""
-    return specialized(*kernel).avg_pool_backward(np.ascontiguousarray(g), np.zeros(x_shape, g.dtype), *spans(
-        x_shape, windows(x_shape, kernel, stride, padding, (1, 1), ceil_mode)), count_include_pad, divisor_override)
+    loops, rows, cols = _planned(x_shape, kernel, stride, padding, (1, 1), ceil_mode)
+    return loops.avg_pool_backward(np.ascontiguousarray(g), np.zeros(x_shape, g.dtype), rows, cols,
+                                   count_include_pad, divisor_override)
+
+
+def _planned(shape, kernel, stride, padding, dilation, ceil_mode) -> tuple:
+    """The window loops for ``kernel`` (pool_windows.specialized) and the spans of the rows and of the columns."""
+    return specialized(*kernel), *spans(shape, windows(shape, kernel, stride, padding, dilation, ceil_mode))
 
 
 def spans(shape, windows) -> tuple[np.ndarray, np.ndarray]:
     """The windows of the rows and of the columns of a (B, C, H, W) input, each (outputs, 4): ``_span`` of each
     output, computed once for all the planes."""
-    return tuple(np.array([_span(i, shape[2 + a], *window) for i in range(window[5])], np.int64).reshape(-1, 4)
-                 for a, window in enumerate(windows))
+    return tuple(_axis_spans(shape[2 + a], *window) for a, window in enumerate(windows))
+
+
+@njit(cache=True)
+def _axis_spans(size, kernel, stride, before, after, dilation, count):
+    spans = np.empty((count, 4), np.int64)
+    for i in range(count):
+        spans[i, 0], spans[i, 1], spans[i, 2], spans[i, 3] = _span(i, size, kernel, stride, before, after, dilation,
+                                                                    count)
+    return spans
 
 
 KERNELS = {

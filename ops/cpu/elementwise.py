@@ -28,7 +28,8 @@ class Elementwise:
 
     @functools.cached_property
     def dufunc(self):
-        """Numba's ufunc of the scalar function, made at first use (making forty of them took ~50 ms of import)."""
+        """Numba's ufunc of the scalar function, made at first use: making all forty at import, each looking up its
+        disk cache, took about a quarter of a second."""
         return numba.vectorize(cache=True)(self.__wrapped__)
 
     def __call__(self, *args):

@@ -3,18 +3,19 @@
 The body graph (optimized: its elementwise chains already ``fused``) becomes straight-line code inside the loop over
 time, each node one statement on arrays named after it, so that a step costs its arithmetic and no dispatch::
 
-    def loop(carry0, x0, c0, c1, k0, sizes, reverse):
+    def loop(out, carry0, x0, c0, c1, k0, sizes, reverse):
         rows, steps = carry0.shape[0], x0.shape[1]
         d0, d1, d2, = sizes
-        out = np.empty((rows, steps, d0), np.float32)
         carry = carry0
         for step in range(steps):
             t = steps - 1 - step if reverse else step
             v5 = np.dot(np.ascontiguousarray(carry), np.ascontiguousarray(c0))
             v6 = np.empty((rows, d1, ), np.float32)
             for i0 in range(v6.shape[0]):
+                v6_0 = x0[i0, t, d1:]
+                v6_1 = v5[i0, 0:]
                 for i1 in range(v6.shape[1]):
-                    v6[i0, i1] = f6(x0[i0, t, d1 + i1], v5[i0, 0 + i1])
+                    v6[i0, i1] = f6(v6_0[i1], v6_1[i1])
             ...
             put(out, t, 0, v34)
             carry = step_columns(out, t, 0, d1)
@@ -24,8 +25,9 @@ function (ops/cpu/fused.py) in a loop nest over its output, softmax's and the su
 ``np.dot`` for products. A slice of columns (of a sequence's step, of a row) is read where it lies (``Window``).
 A body with an op no emitter writes (or a form one does not handle) is not generated: the
 body's executable then runs once per step (``Body.run``). Sizes are arguments (``Sizes``), so that bodies differing only
-in their sizes share one compiled function. The source is kept in a file named by its hash and
-numba caches the compiled code beside it, as for fused kernels.
+in their sizes share one compiled function. The caller allocates ``out`` (the module's ``width`` gives its columns),
+so that blocks of rows can each run their steps into their own rows. The source is kept in a file named by its hash
+and numba caches the compiled code beside it, as for fused kernels.
 """
 from __future__ import annotations
 
@@ -91,7 +93,7 @@ def _rows_apart(graph) -> bool:
     without the others: every value computed from the batch holds the rows on its first axis only and every op keeps
     them there, none reducing, reordering or mixing them (a mean over the batch, a transpose, a slice of rows)."""
     varying = {n for n in graph.inputs.values() if any(map(_mentions_rows, n.shape))}
-    for node in [*varying, *graph.nodes]:
+    for node in graph.nodes:
         if node.kind == "call" and any(x in varying for x in node.inputs):
             varying.add(node)
         if node not in varying:
@@ -180,7 +182,6 @@ def _source(graph) -> tuple[str, list, tuple]:
         "    for step in range(steps):",
         "        t = steps - 1 - step if reverse else step",
         *(f"        {line}" for line in step),
-        "    return out",
     ]
     return "\n".join([*header, "", "", *helpers, *width, "", "", *loop, ""]), [n.value for n in constants], \
         tuple(sizes.values)

@@ -1,4 +1,7 @@
 """networkx queries: nodes by scope and op, a module's subgraph, the path between two nodes."""
+import os
+import subprocess
+import sys
 from itertools import pairwise
 
 import networkx as nx
@@ -21,3 +24,13 @@ def test_queries():
     path = path_between(g, tokens, output)
     assert path[0] == tokens and path[-1] == output and all(g.has_edge(a, b) for a, b in pairwise(path))
     assert path_between(g, output, tokens) == []
+
+
+def test_importing_attngraph_leaves_networkx_and_the_ufuncs_for_their_first_use():
+    """networkx (~70 ms) is imported when a path is asked for, and the elementwise ops' numba ufuncs are made when
+    an op first runs: importing attngraph does neither."""
+    probe = ("import sys, attngraph; from ops.cpu import elementwise; "
+             "print('networkx' in sys.modules, 'dufunc' in vars(elementwise.add))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    assert out.stdout.split() == ["False", "False"]
