@@ -105,6 +105,7 @@ class Executable:
         self._nodes = [n for n in order if n.kind == "call"]
         self._steps = self._schedule(order, slot)
         self._plans: dict[tuple, list[tuple]] = {}
+        self._helpers: set = set()
         self.interpreter: Interpreter | None = None
 
     def _schedule(self, order: list[Node], slot: dict[Node, int]) -> list[Step]:
@@ -166,6 +167,8 @@ class Executable:
                         env[i] = None
             except IndexError as error:
                 raise out_of_range(error, self._nodes[[step[2] for step in steps].index(output)]) from error
+        if self._helpers and all(helper.finished for helper in self._helpers):
+            self._helpers, self._plans = set(), {}      # plans that no longer wait for a helper
         outputs = tuple(env[i] for i in self._outputs)
         outputs = self._unshared(outputs, borrowed) if self.device == "cpu" else outputs
         for i, buffer in self._updates:         # a module's buffer updated while tracing: written back, not returned
@@ -205,19 +208,36 @@ class Executable:
 
     def _plan(self, bindings: dict[str, int]) -> list[tuple]:
         """The steps for these sizes as (call, inputs, output, frees), ``call`` the kernel with its attributes
-        bound (shapes resolved): what the run loop needs and no more. Cached per binding."""
+        bound (shapes resolved): what the run loop needs and no more. Cached per binding. A kernel that a helper
+        process is compiling (``_compiled_ahead``) is called through the helper, which waits for it first; once the
+        helpers are done, the plans are made again without them."""
         key = tuple(sorted(bindings.items()))
         plan = self._plans.get(key)
         if plan is None:
             plan = []
-            for step in self._steps:
-                attrs = {k: resolve_shape(v, bindings) if k == "shape" else v for k, v in step.attrs.items()}
+            resolved = [{k: resolve_shape(v, bindings) if k == "shape" else v for k, v in step.attrs.items()}
+                        for step in self._steps]
+            for step, attrs, compiling in zip(self._steps, resolved, self._compiled_ahead(resolved, bindings)):
                 call = functools.partial(step.kernel, **attrs) if attrs else step.kernel
+                if compiling is not None:
+                    helper, number = compiling
+                    call = functools.partial(helper.then, number, call)
+                    self._helpers.add(helper)
                 plan.append((call, step.inputs, step.output, step.frees))
             if len(self._plans) >= 64:
                 self._plans.clear()
             self._plans[key] = plan
         return plan
+
+    def _compiled_ahead(self, attrs: list[dict], bindings: dict[str, int]) -> list:
+        """For each step, the helper process compiling its kernel and the job's number there, or None
+        (``ops.cpu.ahead``: on the CPU, costly kernels not in numba's cache yet)."""
+        if self.device != "cpu":
+            return [None] * len(attrs)
+        from ops.cpu import ahead
+        return ahead.start([ahead.job(node.op, node_attrs, [(resolve_shape(x.shape, bindings), x.dtype)
+                                                            for x in node.inputs])
+                            for node, node_attrs in zip(self._nodes, attrs)])
 
 
 _seeds = itertools.count()

@@ -1,0 +1,166 @@
+"""Costly kernels compiled ahead, in a helper process on another core, while this process compiles the rest.
+
+Numba compiles a kernel at its first call, one at a time (its compiler holds a process-wide lock), so a
+program's first step on a cold cache compiles its kernels in sequence: 12.5 s for the copy demo, 6 of them
+for the two flash-attention kernels. When an executable first runs on the CPU, ``start`` gives the costly
+ops of its schedule (``COSTLY``: attention and the row kernels of norms, softmax, losses and embeddings)
+whose kernels numba's cache does not hold yet to a helper process, last first. The helper calls each op's
+kernel on zeros of the op's input shapes and dtypes, with its attributes and this process's number of
+threads, so that numba compiles the same specializations into the cache both processes share. This process
+runs the step from the front; the two meet in the middle. A step whose op the helper is compiling waits for
+it (``Helper.then``) and then loads the kernel from the cache; an op the helper has not started is compiled
+here, and the helper, told so, skips it. With one core, with the cache off, where no process can be started,
+or with ``ATTNGRAPH_COMPILE_AHEAD=0``, everything compiles here as before. The helper's errors are its own (its
+output on stderr is dropped): a kernel it could not compile compiles here. Figures: benchmarks/MEASUREMENTS.md.
+"""
+from __future__ import annotations
+
+import ast
+import atexit
+import os
+import subprocess
+import sys
+import threading
+
+import numba
+import numpy as np
+
+from ops.cpu import attention, cross_entropy, embedding, layer_norm, softmax
+
+
+def _twins(kernel) -> tuple:
+    """The numba dispatchers behind a kernel: both twins of a ``parallel_kernel``, else the kernel itself."""
+    return (kernel.serial, kernel.parallel) if hasattr(kernel, "serial") else (kernel,)
+
+
+COSTLY = {          # op -> the dispatchers whose cache entries say whether its kernels are compiled
+    "attention": _twins(attention._forward_tiles),
+    "attention_grad": _twins(attention._backward_heads),
+    "attention_bias_grad": _twins(attention._backward_heads),
+    "layer_norm": _twins(layer_norm._layer_norm_rows),
+    "layer_norm_grad": _twins(layer_norm._layer_norm_backward_rows),
+    "layer_norm_params_grad": _twins(layer_norm._layer_norm_params_backward_rows),
+    "softmax": _twins(softmax._softmax_rows),
+    "softmax_grad": _twins(softmax._softmax_backward_rows),
+    "log_softmax": _twins(softmax._log_softmax_rows),
+    "log_softmax_grad": _twins(softmax._log_softmax_backward_rows),
+    "cross_entropy": _twins(cross_entropy._cross_entropy_rows),
+    "cross_entropy_grad": _twins(cross_entropy._cross_entropy_backward_rows),
+    "gather": _twins(embedding._gather_rows),
+    "scatter_add": _twins(embedding._scatter_add_rows),
+}
+
+_given: dict[tuple, tuple[Helper, int]] = {}     # job -> the helper compiling it, and its number there
+_lock = threading.Lock()
+
+
+def start(jobs: list[tuple | None]) -> list[tuple[Helper, int] | None]:
+    """For each of ``jobs`` (op, attrs, ((shape, dtype name), ...)), or None for a step that is not one, the helper
+    compiling it and its number there, or None where it compiles here. The costly ones whose kernels are not
+    compiled yet, here or in the cache, and not given to a helper before, go to a new helper, last first."""
+    with _lock:
+        fresh = [job for job in dict.fromkeys(reversed(jobs)) if job is not None and job not in _given
+                 and _cold(job)]
+        if fresh and _can_help():
+            helper = Helper(fresh)
+            if helper.process is not None:
+                _given.update((job, (helper, i)) for i, job in enumerate(fresh))
+        return [_given.get(job) for job in jobs]
+
+
+def job(op: str, attrs: dict, inputs: list[tuple[tuple[int, ...], np.dtype]]) -> tuple | None:
+    """The job of a step running ``op`` on inputs of these shapes and dtypes, or None when it is not a costly op
+    or cannot be written out for the helper (an attribute that is not a plain literal; a float16 input)."""
+    if op not in COSTLY or any(dtype == np.float16 for _, dtype in inputs):
+        return None
+    spec = (op, tuple(sorted(attrs.items())), tuple((tuple(shape), np.dtype(dtype).name) for shape, dtype in inputs))
+    try:
+        return spec if ast.literal_eval(repr(spec)) == spec else None
+    except (ValueError, SyntaxError):
+        return None
+
+
+def _cold(job: tuple) -> bool:
+    """Whether numba has compiled none of ``job``'s kernels, here or into its cache (which must be on)."""
+    dispatchers = COSTLY[job[0]]
+    files = [getattr(d._cache, "_cache_file", None) for d in dispatchers]
+    return all(f is not None for f in files) and not any(d.signatures for d in dispatchers) \
+        and not any(os.path.exists(f._index_path) for f in files)
+
+
+def _can_help() -> bool:
+    """Whether a helper can run beside this process: another core, numba compiling, and not turned off by
+    ``ATTNGRAPH_COMPILE_AHEAD=0``."""
+    return numba.config.NUMBA_DEFAULT_NUM_THREADS > 1 and not numba.config.DISABLE_JIT \
+        and os.environ.get("ATTNGRAPH_COMPILE_AHEAD", "1") != "0"
+
+
+class Helper:
+    """A process compiling jobs, which reports ``start i`` and ``done i`` for its i-th job on its output."""
+
+    def __init__(self, jobs: list[tuple]):
+        self.started, self.done, self.finished = set(), set(), False
+        self._changed = threading.Condition()
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))}
+        try:
+            self.process = subprocess.Popen([sys.executable, "-m", "ops.cpu.ahead", str(numba.get_num_threads())],
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=subprocess.DEVNULL, text=True, env=env)
+        except OSError:
+            self.process = None
+            return
+        self.process.stdin.write(repr(jobs) + "\n")
+        self.process.stdin.flush()
+        atexit.register(self.process.kill)
+        threading.Thread(target=self._listen, daemon=True).start()
+
+    def _listen(self) -> None:
+        for line in self.process.stdout:
+            event, i = line.split()
+            with self._changed:
+                (self.started if event == "start" else self.done).add(int(i))
+                self._changed.notify_all()
+        with self._changed:
+            self.finished = True
+            self._changed.notify_all()
+        self.process.wait()
+
+    def then(self, i: int, kernel, *args, **attrs):
+        """``kernel(*args, **attrs)`` once the helper has compiled job i if it is compiling it; if it has not
+        started it, it is told to skip it, and the kernel compiles here."""
+        with self._changed:
+            if i not in self.started and not self.finished:
+                self._tell_taken(i)
+            while i in self.started and i not in self.done and not self.finished:
+                self._changed.wait()
+        return kernel(*args, **attrs)
+
+    def _tell_taken(self, i: int) -> None:
+        try:
+            self.process.stdin.write(f"{i}\n")
+            self.process.stdin.flush()
+        except OSError:             # it has just exited
+            pass
+
+
+def main(threads: int) -> None:
+    """The helper: compile the jobs read from the first line of the input, skipping those the parent takes
+    (the numbers it writes on the following lines)."""
+    from ops.cpu.backend import BACKEND
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    jobs, taken = ast.literal_eval(sys.stdin.readline()), set()
+    threading.Thread(target=lambda: taken.update(int(line) for line in sys.stdin), daemon=True).start()
+    for i, (op, attrs, inputs) in enumerate(jobs):
+        if i in taken:
+            continue
+        print("start", i, flush=True)
+        try:
+            BACKEND.kernels[op](*(np.zeros(shape, dtype) for shape, dtype in inputs), **dict(attrs))
+        except Exception:           # zeros a kernel refuses: the parent compiles it at its first real call
+            pass
+        print("done", i, flush=True)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))

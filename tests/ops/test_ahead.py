@@ -1,0 +1,82 @@
+"""ops/cpu/ahead.py: costly kernels compiled in a helper process, loaded here from numba's cache."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from ops.cpu import ahead, softmax
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_a_job_is_a_costly_op_with_literal_attributes():
+    x = [((4, 8), np.dtype(np.float32))]
+    assert ahead.job("softmax", {"causal": False}, x) == ("softmax", (("causal", False),), (((4, 8), "float32"),))
+    assert ahead.job("exp", {}, x) is None                                  # not costly
+    assert ahead.job("softmax", {"causal": False}, [((4, 8), np.dtype(np.float16))]) is None
+    assert ahead.job("softmax", {"causal": np.bool_(False)}, x) is None     # not a plain literal
+
+
+def test_no_helper_for_kernels_compiled_already(monkeypatch):
+    x = np.ones((2, 3), np.float32)
+    softmax.softmax(x)                      # compiled (or loaded) here
+    job = ahead.job("softmax", {"causal": False}, [(x.shape, x.dtype)])
+    assert not ahead._cold(job)
+    assert ahead.start([job, None]) == [None, None]
+
+
+def test_no_helper_when_turned_off(monkeypatch):
+    monkeypatch.setenv("ATTNGRAPH_COMPILE_AHEAD", "0")
+    assert not ahead._can_help()
+
+
+SCRIPT = textwrap.dedent("""
+    import time
+    import numpy as np
+    import attngraph as ag
+    from ops.cpu import ahead, cross_entropy, layer_norm
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((6, 5)).astype(np.float32)
+    # a job given to a helper, then run here once the helper is done: loaded from the cache, not compiled
+    job = ahead.job("layer_norm_grad", {"eps": 1e-5}, [((6, 5), x.dtype), ((6, 5), x.dtype), ((5,), x.dtype)])
+    [(helper, number)] = ahead.start([job])
+    deadline = time.monotonic() + 120
+    while not helper.finished and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert number in helper.done, (helper.started, helper.done)
+    dx = helper.then(number, layer_norm.layer_norm_backward, x, x, np.ones(5, np.float32))
+    stats = layer_norm._layer_norm_backward_rows.serial.stats
+    assert sum(stats.cache_hits.values()) == 1 and not stats.cache_misses, stats
+    x64 = x.astype(np.float64)
+    centered = x64 - x64.mean(-1, keepdims=True)
+    rstd = 1 / np.sqrt((centered ** 2).mean(-1, keepdims=True) + 1e-5)
+    xhat = centered * rstd
+    expected = rstd * (x64 - x64.mean(-1, keepdims=True) - xhat * (x64 * xhat).mean(-1, keepdims=True))
+    assert np.allclose(dx, expected, atol=1e-5)
+
+    # an executable hands its costly ops to a helper at its first run; its results do not depend on who compiled
+    targets = rng.integers(0, 5, 6)
+    graph = ag.trace(lambda x, t: ag.cross_entropy(x * 2.0, t), x=x, t=targets)
+    step = graph.grad(wrt=["x"]).compile()
+    loss, grad = step(x=x, t=targets)
+    given = {job[0] for job in ahead._given}
+    assert {"cross_entropy", "cross_entropy_grad"} <= given, given
+    p = np.exp(2 * x64 - (2 * x64).max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    assert np.isclose(loss, -np.log(p[np.arange(6), targets]).mean(), atol=1e-6)
+    p[np.arange(6), targets] -= 1
+    assert np.allclose(grad, 2 * p / 6, atol=1e-6)
+    print("ok")
+""")
+
+
+@pytest.mark.skipif(not ahead._can_help(), reason="one core: no helper")
+def test_a_helper_compiles_into_the_cache_this_process_loads(tmp_path):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "ATTNGRAPH_KERNELS": str(tmp_path / "fused"),
+           "PYTHONPATH": ROOT}
+    run = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr
