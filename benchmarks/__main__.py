@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -66,10 +67,10 @@ def row(record: dict) -> str:
     if "rows" in record:                        # a case that formats its own lines (benchmarks/distributed.py)
         lines += record["rows"]
     elif record["name"] == "compile":
-        for kind in ("cold", "warm"):
-            r = record[kind]
-            lines.append(f"  {kind:<10} {r['seconds']:.2f} s (import {r['import_s']:.2f} s, trace and graph "
-                         f"compile {r['trace_s']:.2f} s, first step {r['step_s']:.2f} s)")
+        for program, kind in itertools.product(("gpt", "copy"), ("cold", "warm")):
+            r = record[program][kind]
+            parts = ", ".join(f"{key.removesuffix('_s')} {value:.2f} s" for key, value in r.items() if key != "seconds")
+            lines.append(f"  {program:<5} {kind:<5} {r['seconds']:.2f} s ({parts})")
     else:
         for side in ("attngraph", *record["ratio"]):
             peak = record[side]["peak_bytes"]
