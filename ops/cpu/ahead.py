@@ -3,8 +3,8 @@
 Numba compiles a kernel at its first call, one at a time (its compiler holds a process-wide lock), so a
 program's first step on a cold cache compiles its kernels in sequence: 12.5 s for the copy demo, 6 of them
 for the two flash-attention kernels. When an executable first runs on the CPU, ``start`` gives the costly
-ops of its schedule (``COSTLY``: attention and the row kernels of norms, softmax, losses and embeddings)
-whose kernels numba's cache does not hold yet to a helper process, last first. The helper calls each op's
+ops of its schedule (``COSTLY``: attention, the row kernels of norms, softmax, losses and embeddings, and the
+generated elementwise kernels) whose kernels numba's cache does not hold yet to a helper process, last first. The helper calls each op's
 kernel on zeros of the op's input shapes and dtypes, with its attributes and this process's number of
 threads, so that numba compiles the same specializations into the cache both processes share. This process
 runs the step from the front; the two meet in the middle. A step whose op the helper is compiling waits for
@@ -25,7 +25,7 @@ import threading
 import numba
 import numpy as np
 
-from ops.cpu import attention, cross_entropy, embedding, layer_norm, softmax
+from ops.cpu import attention, cross_entropy, embedding, fused, layer_norm, softmax
 
 
 def _twins(kernel) -> tuple:
@@ -33,21 +33,32 @@ def _twins(kernel) -> tuple:
     return (kernel.serial, kernel.parallel) if hasattr(kernel, "serial") else (kernel,)
 
 
-COSTLY = {          # op -> the dispatchers whose cache entries say whether its kernels are compiled
-    "attention": _twins(attention._forward_tiles),
-    "attention_grad": _twins(attention._backward_heads),
-    "attention_bias_grad": _twins(attention._backward_heads),
-    "layer_norm": _twins(layer_norm._layer_norm_rows),
-    "layer_norm_grad": _twins(layer_norm._layer_norm_backward_rows),
-    "layer_norm_params_grad": _twins(layer_norm._layer_norm_params_backward_rows),
-    "softmax": _twins(softmax._softmax_rows),
-    "softmax_grad": _twins(softmax._softmax_backward_rows),
-    "log_softmax": _twins(softmax._log_softmax_rows),
-    "log_softmax_grad": _twins(softmax._log_softmax_backward_rows),
-    "cross_entropy": _twins(cross_entropy._cross_entropy_rows),
-    "cross_entropy_grad": _twins(cross_entropy._cross_entropy_backward_rows),
-    "gather": _twins(embedding._gather_rows),
-    "scatter_add": _twins(embedding._scatter_add_rows),
+def _written(kernel):
+    """A hand-written kernel's dispatchers, whatever the attributes and dtypes."""
+    return lambda attrs, dtypes: _twins(kernel)
+
+
+def _generated(attrs: dict, dtypes: tuple) -> tuple:
+    """The dispatchers of the kernel ``ops/cpu/fused.py`` generates for a fused node's program and dtypes."""
+    return _twins(fused._compiled(attrs["program"], attrs["reads"], dtypes, len(attrs["shape"])))
+
+
+COSTLY = {          # op -> (attrs, input dtype names) -> the dispatchers whose cache entries say if it is compiled
+    "attention": _written(attention._forward_tiles),
+    "attention_grad": _written(attention._backward_heads),
+    "attention_bias_grad": _written(attention._backward_heads),
+    "layer_norm": _written(layer_norm._layer_norm_rows),
+    "layer_norm_grad": _written(layer_norm._layer_norm_backward_rows),
+    "layer_norm_params_grad": _written(layer_norm._layer_norm_params_backward_rows),
+    "softmax": _written(softmax._softmax_rows),
+    "softmax_grad": _written(softmax._softmax_backward_rows),
+    "log_softmax": _written(softmax._log_softmax_rows),
+    "log_softmax_grad": _written(softmax._log_softmax_backward_rows),
+    "cross_entropy": _written(cross_entropy._cross_entropy_rows),
+    "cross_entropy_grad": _written(cross_entropy._cross_entropy_backward_rows),
+    "gather": _written(embedding._gather_rows),
+    "scatter_add": _written(embedding._scatter_add_rows),
+    "fused": _generated,
 }
 
 _given: dict[tuple, tuple[Helper, int]] = {}     # job -> the helper compiling it, and its number there
@@ -82,7 +93,8 @@ def job(op: str, attrs: dict, inputs: list[tuple[tuple[int, ...], np.dtype]]) ->
 
 def _cold(job: tuple) -> bool:
     """Whether numba has compiled none of ``job``'s kernels, here or into its cache (which must be on)."""
-    dispatchers = COSTLY[job[0]]
+    op, attrs, inputs = job
+    dispatchers = COSTLY[op](dict(attrs), tuple(dtype for _, dtype in inputs))
     files = [getattr(d._cache, "_cache_file", None) for d in dispatchers]
     return all(f is not None for f in files) and not any(d.signatures for d in dispatchers) \
         and not any(os.path.exists(f._index_path) for f in files)
