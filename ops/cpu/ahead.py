@@ -108,10 +108,11 @@ def _can_help() -> bool:
 
 
 class Helper:
-    """A process compiling jobs, which reports ``start i`` and ``done i`` for its i-th job on its output."""
+    """A process compiling jobs, which reports ``start i`` and ``done i`` for its i-th job on its output and skips
+    those it is told (``taken``) before it starts them."""
 
     def __init__(self, jobs: list[tuple]):
-        self.started, self.done, self.finished = set(), set(), False
+        self.started, self.done, self.taken, self.finished = set(), set(), set(), False
         self._changed = threading.Condition()
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))}
@@ -142,13 +143,14 @@ class Helper:
         """``kernel(*args, **attrs)`` once the helper has compiled job i if it is compiling it; if it has not
         started it, it is told to skip it, and the kernel compiles here."""
         with self._changed:
-            if i not in self.started and not self.finished:
+            if i not in self.started and i not in self.taken and not self.finished:
                 self._tell_taken(i)
             while i in self.started and i not in self.done and not self.finished:
                 self._changed.wait()
         return kernel(*args, **attrs)
 
     def _tell_taken(self, i: int) -> None:
+        self.taken.add(i)
         try:
             self.process.stdin.write(f"{i}\n")
             self.process.stdin.flush()
