@@ -43,10 +43,13 @@ SCRIPT = textwrap.dedent("""
     x = rng.standard_normal((6, 5)).astype(np.float32)
     # a job given to a helper, then run here once the helper is done: loaded from the cache, not compiled
     job = ahead.job("layer_norm_grad", {"eps": 1e-5}, [((6, 5), x.dtype), ((6, 5), x.dtype), ((5,), x.dtype)])
+    def finish(helper):
+        deadline = time.monotonic() + 120
+        while not helper.finished and time.monotonic() < deadline:
+            time.sleep(0.05)
+
     [(helper, number)] = ahead.start([job])
-    deadline = time.monotonic() + 120
-    while not helper.finished and time.monotonic() < deadline:
-        time.sleep(0.05)
+    finish(helper)
     assert number in helper.done, (helper.started, helper.done)
     dx = helper.then(number, layer_norm.layer_norm_backward, x, x, np.ones(5, np.float32))
     stats = layer_norm._layer_norm_backward_rows.serial.stats
@@ -57,6 +60,14 @@ SCRIPT = textwrap.dedent("""
     xhat = centered * rstd
     expected = rstd * (x64 - x64.mean(-1, keepdims=True) - xhat * (x64 * xhat).mean(-1, keepdims=True))
     assert np.allclose(dx, expected, atol=1e-5)
+
+    # the helper takes the later job first and skips one this process took before it started it
+    first, second = (ahead.job(op, {"causal": False}, [((3, 4), x.dtype)]) for op in ("softmax", "log_softmax"))
+    [(helper, taken), (_, later)] = ahead.start([first, second])
+    assert later < taken
+    helper.then(taken, lambda: None)
+    finish(helper)
+    assert taken not in helper.started and later in helper.done, (helper.started, helper.done)
 
     # an executable hands its costly ops to a helper at its first run; its results do not depend on who compiled
     targets = rng.integers(0, 5, 6)
