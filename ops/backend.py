@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType, ModuleType
 from typing import Callable, Mapping
 
@@ -19,13 +19,18 @@ from typing import Callable, Mapping
 @dataclass(frozen=True)
 class Backend:
     """``put(a)`` moves an array here (returned as it is when it is here already), ``get(a)`` returns it as a
-    NumPy array, ``owns(a)`` tells whether ``a`` lives here, ``zeros_like(a)`` allocates here."""
+    NumPy array, ``owns(a)`` tells whether ``a`` lives here, ``zeros_like(a)`` allocates here. ``views``: kernels
+    returning a strided view where the op's kernel in ``kernels`` copies to a contiguous array, which the executor
+    calls where every reader of the result is an op of ``reads_views``, whose kernels read views as fast as copies
+    (a column slice that only products and concatenations read is not copied)."""
     name: str
     kernels: Mapping[str, Callable]
     put: Callable
     get: Callable
     owns: Callable[[object], bool]
     zeros_like: Callable
+    views: Mapping[str, Callable] = field(default_factory=lambda: MappingProxyType({}))
+    reads_views: frozenset[str] = frozenset()
 
 
 def kernel_table(package: ModuleType) -> Mapping[str, Callable]:

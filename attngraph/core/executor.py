@@ -13,7 +13,9 @@ products that read inputs still in cache. Dead buffers go back to the allocator,
 the next allocation (glibc's malloc is set to keep it rather than return it to the system:
 ops/cpu/memory.py). There is no pool handing dead buffers to later kernels' ``out=`` (buffers waiting in a
 pool are memory the allocating kernels cannot have), and no elementwise result is written over a dying input
-(Numba's ufunc loops lose their vectorization when an operand aliases the output).
+(Numba's ufunc loops lose their vectorization when an operand aliases the output). A slice whose readers all take
+strided views (the backend's ``reads_views``: on the CPU products, concatenations and scatters) is left a view
+of its array (the backend's ``views``) instead of being copied to a contiguous one.
 
 Outputs are the caller's: an output that shares memory with what the executor borrowed for the call (an input,
 a parameter, a constant, or a view of one, such as a parameter reshaped) is copied, so that writing into it
@@ -37,6 +39,7 @@ compiled graph computes, as it does on the CPU; a parameter left on the host is 
 """
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import threading
@@ -109,15 +112,19 @@ class Executable:
         self.interpreter: Interpreter | None = None
 
     def _schedule(self, order: list[Node], slot: dict[Node, int]) -> list[Step]:
-        last_use = {}
+        last_use, readers = {}, collections.defaultdict(list)
         for node in order:
             for x in node.inputs:
                 last_use[x] = node
+                readers[x].append(node)
         keep = set(self._outputs)
         steps = []
         kernels = Interpreter(self.device)
         for node in self._nodes:
             kernel = kernels.kernel(node)           # resolved once here rather than on every call
+            if node.op in self._backend.views and kernel is self._backend.kernels[node.op] \
+                    and all(reader.op in self._backend.reads_views for reader in readers[node]):
+                kernel = self._backend.views[node.op]
             dead = {slot[x] for x in node.inputs if last_use[x] is node and slot[x] not in keep}
             steps.append(Step(kernel, tuple(slot[x] for x in node.inputs), slot[node], node.attrs, tuple(dead)))
         return steps

@@ -1,8 +1,11 @@
 """The CPU Backend: the kernels of this package's modules, on NumPy arrays."""
+from types import MappingProxyType
+
 import numpy as np
 
 import ops.cpu
 from ops.backend import Backend, kernel_table
+from ops.cpu.movement import VIEWS
 
 
 def _host(a) -> np.ndarray:
@@ -11,4 +14,5 @@ def _host(a) -> np.ndarray:
 
 
 BACKEND = Backend("cpu", kernel_table(ops.cpu), put=_host, get=_host, owns=lambda a: isinstance(a, np.ndarray),
-                  zeros_like=np.zeros_like)
+                  zeros_like=np.zeros_like, views=MappingProxyType(VIEWS),
+                  reads_views=frozenset({"concat", "scatter_slice", "matmul"}))   # matmul: ops/cpu/matmul.py

@@ -7,7 +7,8 @@ the gather and scatter along an axis of torch.gather / torch.scatter_reduce:
 An index outside [0, n) of its axis raises IndexError naming the axis (negative ones too, as torch's).
 
 Results are C-contiguous (a copy only when the view is not), so that the kernels after them read rows in order;
-a reshape of a contiguous array is a view.
+a reshape of a contiguous array is a view. A slice read only by kernels that take strided views (products,
+concatenations, scatters) stays a view (``VIEWS``; the executor decides).
 """
 import numpy as np
 
@@ -53,6 +54,8 @@ def _check_along(index, shape, axis):
     if bad.any():
         raise IndexError(f"index {index[bad].flat[0]} is out of bounds for axis {axis} with size {shape[axis]}")
 
+
+VIEWS = {"getitem": lambda x, index: x[index]}      # for readers of strided views (ops/backend.py)
 
 KERNELS = {
     "reshape": lambda x, shape: x.reshape(shape),

@@ -107,3 +107,15 @@ def test_a_small_product_runs_numpys_blas_on_one_thread_and_gives_its_threads_ba
         assert module._set_numpy_blas_threads(3) == 3
     finally:
         module._set_numpy_blas_threads(before)
+
+
+@pytest.mark.parametrize("rows", [6, 700])      # NumPy's BLAS; past _NUMPY_MAX, numba's np.dot on a copy
+@pytest.mark.parametrize("transposed", [(False, False), (True, False), (False, True)])
+def test_column_slices_are_read_as_their_copies(rows, transposed, rng):
+    def column_slice(r, c):         # rows strided, entries of a row adjacent: read in place, as BLAS's leading dim
+        return rng.standard_normal((r, c + 50)).astype(np.float32)[:, 7:7 + c]
+
+    a = column_slice(400, rows) if transposed[0] else column_slice(rows, 400)
+    b = column_slice(200, 400) if transposed[1] else column_slice(400, 200)
+    product = cpu_matmul(a, b, *transposed)
+    assert np.array_equal(product, cpu_matmul(np.ascontiguousarray(a), np.ascontiguousarray(b), *transposed))
