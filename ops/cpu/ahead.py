@@ -92,7 +92,8 @@ def job(op: str, attrs: dict, inputs: list[tuple[tuple[int, ...], np.dtype]]) ->
 
 
 def _cold(job: tuple) -> bool:
-    """Whether numba has compiled none of ``job``'s kernels, here or into its cache (which must be on)."""
+    """Whether numba has compiled none of ``job``'s kernels, here or into its cache (which must be on). Numba has no
+    public way to ask its cache without compiling: its index file, one per function, is looked for instead."""
     op, attrs, inputs = job
     dispatchers = COSTLY[op](dict(attrs), tuple(dtype for _, dtype in inputs))
     files = [getattr(d._cache, "_cache_file", None) for d in dispatchers]
@@ -139,15 +140,15 @@ class Helper:
             self._changed.notify_all()
         self.process.wait()
 
-    def then(self, i: int, kernel, *args, **attrs):
-        """``kernel(*args, **attrs)`` once the helper has compiled job i if it is compiling it; if it has not
-        started it, it is told to skip it, and the kernel compiles here."""
+    def then(self, i: int, kernel, *args):
+        """``kernel(*args)`` once the helper has compiled job i if it is compiling it; if it has not started it,
+        it is told to skip it, and the kernel compiles here."""
         with self._changed:
             if i not in self.started and i not in self.taken and not self.finished:
                 self._tell_taken(i)
             while i in self.started and i not in self.done and not self.finished:
                 self._changed.wait()
-        return kernel(*args, **attrs)
+        return kernel(*args)
 
     def _tell_taken(self, i: int) -> None:
         self.taken.add(i)

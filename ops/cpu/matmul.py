@@ -82,23 +82,26 @@ SERIAL_2D_MAX = 2 ** 21           # multiply-adds of the largest 2-D product Num
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False):
-    """op(a) @ op(b) for op(a) (..., M, K) and op(b) (..., K, N). A 2-D operand whose rows are strided but whose
-    entries in a row are adjacent (a column slice) is read in place, as BLAS's leading dimension."""
-    a, b = _in_place(a), _in_place(b)
+    """op(a) @ op(b) for op(a) (..., M, K) and op(b) (..., K, N). Where NumPy makes a 2-D product, a 2-D operand
+    whose rows are strided but whose entries in a row are adjacent (a column slice) is read in place, as BLAS's
+    leading dimension; every other operand is made C-contiguous first (numba's np.dot reads C- or F-ordered
+    arrays only)."""
+    a, b = np.asarray(a), np.asarray(b)
     m, k = a.shape[:-3:-1] if transpose_a else a.shape[-2:]
     n = b.shape[-2] if transpose_b else b.shape[-1]
-    if b.ndim == 2 and (a.ndim == 2 or not transpose_a):
+    size = math.prod(a.shape[:-2]) * m * k * n
+    two_d = b.ndim == 2 and (a.ndim == 2 or not transpose_a)
+    a, b = (_in_place(x) if two_d and size <= _NUMPY_MAX else np.ascontiguousarray(x) for x in (a, b))
+    if two_d:
         a2 = a.T if transpose_a else a.reshape(math.prod(a.shape[:-1]), k)
         b2 = b.T if transpose_b else b
-        size = a2.shape[0] * k * n
         if size > _NUMPY_MAX:
-            return _matmul_2d(_ordered(a2), _ordered(b2)).reshape(*a.shape[:-2], m, n)
+            return _matmul_2d(a2, b2).reshape(*a.shape[:-2], m, n)
         if size <= SERIAL_2D_MAX and _set_numpy_blas_threads is not None:
             return _on_one_thread(a2, b2).reshape(*a.shape[:-2], m, n)
         return _numpy_matmul(a2, b2).reshape(*a.shape[:-2], m, n)
     if m * k * n <= _NUMPY_BATCHED_MAX and k > 1:
         return _numpy_matmul(a.swapaxes(-1, -2) if transpose_a else a, b.swapaxes(-1, -2) if transpose_b else b)
-    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     out = _matmul_batched(a.reshape((math.prod(a.shape[:-2]),) + a.shape[-2:]),
                           b.reshape((math.prod(b.shape[:-2]),) + b.shape[-2:]),
@@ -107,18 +110,12 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
     return out.reshape(*batch, m, n)
 
 
-def _in_place(x) -> np.ndarray:
+def _in_place(x: np.ndarray) -> np.ndarray:
     """x as it is when BLAS reads it in place: C-contiguous, or 2-D with adjacent entries along its rows; else a
     C-contiguous copy."""
-    x = np.asarray(x)
     in_place = x.flags.c_contiguous or (x.ndim == 2 and x.strides[1] == x.itemsize and x.strides[0] % x.itemsize == 0
                                         and x.strides[0] >= x.shape[1] * x.itemsize)
     return x if in_place else np.ascontiguousarray(x)
-
-
-def _ordered(x) -> np.ndarray:
-    """x when C- or Fortran-ordered (numba's np.dot passes either to BLAS), else a C-contiguous copy."""
-    return x if x.flags.c_contiguous or x.flags.f_contiguous else np.ascontiguousarray(x)
 
 
 def _numpy_matmul(a, b):

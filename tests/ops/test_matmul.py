@@ -3,6 +3,7 @@ read in place, empty shapes, NaN and Inf; on the CPU also both threading strateg
 import numpy as np
 import pytest
 
+from ops.cpu import matmul as cpu_matmul_module
 from ops.cpu.matmul import matmul as cpu_matmul
 
 SHAPES = [
@@ -109,9 +110,13 @@ def test_a_small_product_runs_numpys_blas_on_one_thread_and_gives_its_threads_ba
         module._set_numpy_blas_threads(before)
 
 
-@pytest.mark.parametrize("rows", [6, 700])      # NumPy's BLAS; past _NUMPY_MAX, numba's np.dot on a copy
+@pytest.mark.parametrize("numpy_max", [None, 0])  # NumPy's BLAS; past _NUMPY_MAX, numba's np.dot on a copy
+@pytest.mark.parametrize("rows", [6, 700])
 @pytest.mark.parametrize("transposed", [(False, False), (True, False), (False, True)])
-def test_column_slices_are_read_as_their_copies(rows, transposed, rng):
+def test_column_slices_are_read_as_their_copies(numpy_max, rows, transposed, rng, monkeypatch):
+    if numpy_max is not None:
+        monkeypatch.setattr(cpu_matmul_module, "_NUMPY_MAX", numpy_max)
+
     def column_slice(r, c):         # rows strided, entries of a row adjacent: read in place, as BLAS's leading dim
         return rng.standard_normal((r, c + 50)).astype(np.float32)[:, 7:7 + c]
 
