@@ -14,8 +14,9 @@ the next allocation (glibc's malloc is set to keep it rather than return it to t
 ops/cpu/memory.py). There is no pool handing dead buffers to later kernels' ``out=`` (buffers waiting in a
 pool are memory the allocating kernels cannot have), and no elementwise result is written over a dying input
 (Numba's ufunc loops lose their vectorization when an operand aliases the output). A slice whose readers all take
-strided views (the backend's ``reads_views``: on the CPU products, concatenations and scatters) is left a view
-of its array (the backend's ``views``) instead of being copied to a contiguous one.
+strided views (the backend's ``reads_views``: on the CPU products, sums, concatenations and scatters; or reshapes
+whose readers all do) is left a view of its array (the backend's ``views``) instead of being copied to a
+contiguous one.
 
 Outputs are the caller's: an output that shares memory with what the executor borrowed for the call (an input,
 a parameter, a constant, or a view of one, such as a parameter reshaped) is copied, so that writing into it
@@ -120,10 +121,16 @@ class Executable:
         keep = set(self._outputs)
         steps = []
         kernels = Interpreter(self.device)
+
+        def reads_views(node: Node) -> bool:
+            """Whether every reader of ``node`` takes strided views: one of the backend's ``reads_views``, or a
+            reshape (a view of a view where NumPy can make one, else a copy) whose readers all do."""
+            return all(reader.op in self._backend.reads_views or reader.op == "reshape" and reads_views(reader)
+                       for reader in readers[node])
+
         for node in self._nodes:
             kernel = kernels.kernel(node)           # resolved once here rather than on every call
-            if node.op in self._backend.views and kernel is self._backend.kernels[node.op] \
-                    and all(reader.op in self._backend.reads_views for reader in readers[node]):
+            if node.op in self._backend.views and kernel is self._backend.kernels[node.op] and reads_views(node):
                 kernel = self._backend.views[node.op]
             dead = {slot[x] for x in node.inputs if last_use[x] is node and slot[x] not in keep}
             steps.append(Step(kernel, tuple(slot[x] for x in node.inputs), slot[node], node.attrs, tuple(dead)))

@@ -15,4 +15,4 @@ def _host(a) -> np.ndarray:
 
 BACKEND = Backend("cpu", kernel_table(ops.cpu), put=_host, get=_host, owns=lambda a: isinstance(a, np.ndarray),
                   zeros_like=np.zeros_like, views=MappingProxyType(VIEWS),
-                  reads_views=frozenset({"concat", "scatter_slice", "matmul"}))   # matmul: ops/cpu/matmul.py
+                  reads_views=frozenset({"concat", "scatter_slice", "matmul", "sum"}))   # ops/cpu/matmul.py, reduce.py

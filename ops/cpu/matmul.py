@@ -32,6 +32,8 @@ import ctypes
 import functools
 import math
 import os
+import threading
+from typing import Callable
 
 import numpy as np
 from numba import njit, prange
@@ -75,7 +77,34 @@ def _let_numpy_blas_sleep(library) -> bool:
 
 _NUMPY_OPENBLAS = _openblas("numpy")
 NUMPY_BLAS_SLEEPS = _let_numpy_blas_sleep(_NUMPY_OPENBLAS)
+
+
+class OneThread:
+    """``with hold:`` runs an OpenBLAS on the calling thread while any caller is inside: the first caller in sets
+    its thread count to 1 (``set_threads``, its ``openblas_set_num_threads_local``), the last one out restores
+    the count found. That function sets the library's one global count, despite its name, so callers on several
+    threads that each set and restore it raced: one restored the count while another's products still ran, which
+    then split over BLAS's threads (a time loop run as blocks of rows on two threads gave results that moved by
+    an ulp from run to run) or left the count at 1 for the rest of the process."""
+
+    def __init__(self, set_threads: Callable[[int], int]):
+        self._set_threads, self._lock, self._inside, self._found = set_threads, threading.Lock(), 0, 0
+
+    def __enter__(self):
+        with self._lock:
+            if self._inside == 0:
+                self._found = self._set_threads(1)
+            self._inside += 1
+
+    def __exit__(self, *exc):
+        with self._lock:
+            self._inside -= 1
+            if self._inside == 0:
+                self._set_threads(self._found)
+
+
 _set_numpy_blas_threads = getattr(_NUMPY_OPENBLAS, "openblas_set_num_threads_local", None)   # OpenBLAS ≥ 0.3.27
+_numpy_on_one_thread = OneThread(_set_numpy_blas_threads) if _set_numpy_blas_threads is not None else None
 _NUMPY_MAX = math.inf if NUMPY_BLAS_SLEEPS else 2 ** 24     # multiply-adds of the largest 2-D product for NumPy
 _NUMPY_BATCHED_MAX = 2 ** 15      # multiply-adds of each of the largest batched products for NumPy
 SERIAL_2D_MAX = 2 ** 21           # multiply-adds of the largest 2-D product NumPy's OpenBLAS runs on one thread
@@ -125,11 +154,8 @@ def _numpy_matmul(a, b):
 
 def _on_one_thread(a, b):
     """NumPy's a @ b with its OpenBLAS held to the calling thread for the call."""
-    threads = _set_numpy_blas_threads(1)
-    try:
+    with _numpy_on_one_thread:
         return _numpy_matmul(a, b)
-    finally:
-        _set_numpy_blas_threads(threads)
 
 
 def with_serial_blas(kernel):
@@ -137,24 +163,22 @@ def with_serial_blas(kernel):
     making many small products in a row (a time loop's), where waking BLAS's threads for each costs more than it saves
     (a (192, 64) @ (64, 192) product in a loop: 3.3 ms a call on BLAS's threads with the machine busy, 0.12 ms on one).
     ``kernel`` itself where SciPy's OpenBLAS cannot be found or held."""
-    set_threads = _scipy_blas_threads()
-    if set_threads is None:
+    one_thread = _scipy_on_one_thread()
+    if one_thread is None:
         return kernel
 
     def run(*args):
-        threads = set_threads(1)
-        try:
+        with one_thread:
             return kernel(*args)
-        finally:
-            set_threads(threads)
     return run
 
 
 @functools.cache
-def _scipy_blas_threads():
-    """SciPy's ``openblas_set_num_threads_local`` (OpenBLAS ≥ 0.3.27), or None."""
+def _scipy_on_one_thread() -> OneThread | None:
+    """The hold on SciPy's OpenBLAS (``openblas_set_num_threads_local``: OpenBLAS ≥ 0.3.27), or None."""
     import scipy.linalg  # noqa: F401  (numba's np.dot loads SciPy's BLAS through it)
-    return getattr(_openblas("scipy"), "openblas_set_num_threads_local", None)
+    set_threads = getattr(_openblas("scipy"), "openblas_set_num_threads_local", None)
+    return OneThread(set_threads) if set_threads is not None else None
 
 
 def _batch_index(shape, batch):

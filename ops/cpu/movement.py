@@ -7,7 +7,7 @@ the gather and scatter along an axis of torch.gather / torch.scatter_reduce:
 An index outside [0, n) of its axis raises IndexError naming the axis (negative ones too, as torch's).
 
 Results are C-contiguous (a copy only when the view is not), so that the kernels after them read rows in order;
-a reshape of a contiguous array is a view. A slice read only by kernels that take strided views (products,
+a reshape of a contiguous array is a view. A slice read only by kernels that take strided views (products, sums,
 concatenations, scatters) stays a view (``VIEWS``; the executor decides).
 """
 import numpy as np

@@ -57,8 +57,10 @@ def scan(init, *inputs, body, reverse):
 def generate(graph):
     """The body ``graph`` and its time loop as a function ``loop(init, *sequences, *constants, reverse)``, or None
     when an op of the body has no emitter. Where each row of the batch is computed from its own rows alone
-    (``_rows_apart``) and the loop writes SPLIT_MIN_SIZE elements or more, blocks of ROWS_PER_PART rows or more run
-    on Numba's threads, each block all its steps."""
+    (``_rows_apart``) and the loop writes SPLIT_MIN_SIZE elements or more, it runs as blocks of ROWS_PER_PART rows
+    (the last one shorter), each block all its steps, the blocks shared out over Numba's threads. The blocks are
+    the same on any number of threads, so the results are too: a product's rows are computed by BLAS in tiles,
+    and a row's tile, which its block decides, can change its last bit."""
     try:
         source, constants, sizes = _source(graph)
     except Unsupported:
@@ -73,10 +75,15 @@ def generate(graph):
         arrays = [np.ascontiguousarray(a) for a in (init, *inputs)]
         out = np.empty((init.shape[0], inputs[0].shape[1], width(*arrays, *constants, sizes)), dtype)
 
-        def part(lo, hi):
-            loop(out[lo:hi], *(a[lo:hi] if cut else a for a, cut in zip(arrays, sliced)), *constants, sizes, reverse)
-        in_threads(part, init.shape[0], work=out.size if apart and out.size >= SPLIT_MIN_SIZE else 0,
-                   grain=ROWS_PER_PART)
+        rows = init.shape[0]
+        block = ROWS_PER_PART if apart and out.size >= SPLIT_MIN_SIZE else max(rows, 1)
+
+        def blocks(first, end):
+            for lo in range(first * block, min(end * block, rows), block):
+                hi = min(lo + block, rows)
+                loop(out[lo:hi], *(a[lo:hi] if cut else a for a, cut in zip(arrays, sliced)), *constants, sizes,
+                     reverse)
+        in_threads(blocks, -(-rows // block), work=out.size if block < rows else 0)
         return out
     return run
 
@@ -414,7 +421,7 @@ def _sum(node, values, sizes):
                            _product(x.shape[axes[-1] + 1:], sizes))
     flat = f"np.ascontiguousarray({values.array(x)})"
     total = (f"sum_rows({flat}.reshape(({before}, {over})))" if axes[-1] == len(x.shape) - 1 else
-             f"sum_middle({flat}.reshape(({before}, {over}, {after})))")
+             f"sum_middle({flat}.ravel(), {before}, {over}, {after}, ({over})*({after}), {after})")
     return _assign(node, values, f"{total}.reshape({_dims(node.shape, sizes)})")
 
 

@@ -1,14 +1,17 @@
 """Sum, product, max, min and log-sum-exp over a set of axes.
 
-The reduced axes are brought together so that x becomes a C-contiguous (A, K, N) array reduced over its
-middle axis: a free reshape when the axes are consecutive (sums over leading axes, which undo
-broadcasting, stay in place), otherwise a copy that moves them last (N = 1). The innermost loop always
+The reduced axes are brought together so that x becomes an (A, K, N) array reduced over its middle axis: a
+free reshape when the axes are consecutive (sums over leading axes, which undo broadcasting, stay in place),
+otherwise a copy that moves them last (N = 1). The innermost loop always
 runs over contiguous memory:
 - N == 1: threads own rows; the fastmath sum vectorizes into several partial sums.
 - N > 1: threads own blocks of columns and combine whole rows of x into them (vectorized, race-free);
-  a floating-point sum with A == 1 (over leading axes: a bias's gradient) is the BLAS product 1ᵀx instead,
-  on BLAS's threads, which share out the rows too (a bias of up to 512 columns is one block, so one thread
-  in the loop), with half NumPy's error.
+  a floating-point sum with A == 1 (over leading axes: a bias's gradient) is the BLAS product 1ᵀx instead
+  (NumPy's, on BLAS's threads, which share out the rows too: a bias of up to 512 columns is one block, so one
+  thread in the loop), with half NumPy's error.
+A sum reads a strided view in place where the (A, K, N) view of it has adjacent entries along N (a slice of
+columns, a reshape of one): the loops read its rows from a flat span of memory at their offsets, and BLAS reads it
+with its leading dimension; bit for bit the sum of a contiguous copy. Other layouts are copied first.
 Sums of floats accumulate in the input dtype: float32 fills twice the vector lanes of float64 accumulators,
 and the lanes' partial sums keep the error NumPy's own. Sums of bool and integers are int64, as torch.sum
 and np.sum give them.
@@ -38,15 +41,15 @@ _BLOCK = 512    # columns per thread in the N > 1 loops
 def sum(x, axes, keepdims):
     """Sum of x over `axes` (normalized, non-negative; () gives a copy); 0 over empty axes. Floats keep their
     dtype; bool and integers are summed in int64."""
-    x3, shape = _as_reduction(x, axes, keepdims)
+    x3, shape = _as_reduction(x, axes, keepdims, in_place=True)
     if x3.dtype.kind != "f":
-        x3 = x3.astype(np.int64, copy=False)
+        x3 = np.ascontiguousarray(x3, np.int64)
     if x3.shape[2] == 1:
-        out = _sum_rows(x3.reshape(x3.shape[:2]))
+        out = _sum_rows(np.ascontiguousarray(x3).reshape(x3.shape[:2]))
     elif x3.shape[0] == 1 and x3.shape[1] > 0 and x3.dtype.kind == "f":
-        out = _sum_columns(x3[0])
+        out = np.dot(np.ones(x3.shape[1], x3.dtype), x3[0])
     else:
-        out = _sum_middle(x3)
+        out = _sum_middle(*_span(x3))
     return out.reshape(shape)
 
 
@@ -96,8 +99,9 @@ def var(x, axes, correction, keepdims):
                                x.dtype.type(builtins.max(0, n - correction)))
 
 
-def _as_reduction(x, axes, keepdims):
-    """x as a C-contiguous (A, K, N) array to reduce over K, and the shape of the result."""
+def _as_reduction(x, axes, keepdims, in_place=False):
+    """x as a C-contiguous (A, K, N) array to reduce over K, and the shape of the result; ``in_place``: as a view
+    of x where it has adjacent entries along N (strides ≥ 0), a C-contiguous copy otherwise."""
     x = np.asarray(x)
     axes = sorted(axes)
     kept = [i for i in range(x.ndim) if i not in axes]
@@ -109,7 +113,20 @@ def _as_reduction(x, axes, keepdims):
         first = len(kept)
     last = first + len(axes)
     a, k, n = (math.prod(x.shape[:first]), math.prod(x.shape[first:last]), math.prod(x.shape[last:]))
-    return np.ascontiguousarray(x).reshape(a, k, n), shape
+    x3 = x.reshape(a, k, n) if in_place else np.ascontiguousarray(x).reshape(a, k, n)
+    if not x3.flags.c_contiguous and (builtins.min(x3.strides) < 0 or n > 1 and x3.strides[2] != x3.itemsize):
+        x3 = np.ascontiguousarray(x3)
+    return x3, shape
+
+
+def _span(x3):
+    """An (A, K, N) array with adjacent entries along N as (flat, A, K, N, a_stride, k_stride): ``flat`` the
+    C-contiguous 1-D span of memory from its first entry to its last, where x3[a, k, n] is
+    flat[a·a_stride + k·k_stride + n]."""
+    a, k, n = x3.shape
+    a_stride, k_stride = (s // x3.itemsize for s in x3.strides[:2])
+    size = (a - 1) * a_stride + (k - 1) * k_stride + n if x3.size else 0
+    return np.lib.stride_tricks.as_strided(x3, (size,), (x3.itemsize,)), a, k, n, a_stride, k_stride
 
 
 def _larger(a, b):
@@ -143,25 +160,17 @@ def _sum_rows(x):
     return out
 
 
-@njit(cache=True)
-def _sum_columns(x):
-    """out[n] = sum_k x[k, n] as the product of a row of ones with x, on BLAS's threads"""
-    out = np.empty(x.shape[1], x.dtype)
-    np.dot(np.ones(x.shape[0], x.dtype), x, out)
-    return out
-
-
 @parallel_kernel(fastmath=True)
-def _sum_middle(x):
-    """out[a, n] = sum_k x[a, k, n]"""
-    A, K, N = x.shape
+def _sum_middle(x, A, K, N, a_stride, k_stride):
+    """out[a, n] = sum_k x[a·a_stride + k·k_stride + n] (an (A, K, N) array laid out in the flat x: ``_span``)"""
     out = np.zeros((A, N), x.dtype)
     blocks = (N + _BLOCK - 1) // _BLOCK
     for t in prange(A * blocks):
         a, lo, hi = _column_block(t, N, blocks)
         acc = out[a, lo:hi]
         for k in range(K):
-            row = x[a, k, lo:hi]
+            start = a * a_stride + k * k_stride
+            row = x[start + lo:start + hi]
             for n in range(hi - lo):
                 acc[n] += row[n]
     return out

@@ -124,3 +124,22 @@ def test_column_slices_are_read_as_their_copies(numpy_max, rows, transposed, rng
     b = column_slice(200, 400) if transposed[1] else column_slice(400, 200)
     product = cpu_matmul(a, b, *transposed)
     assert np.array_equal(product, cpu_matmul(np.ascontiguousarray(a), np.ascontiguousarray(b), *transposed))
+
+
+def test_one_thread_holds_blas_while_any_caller_is_inside_and_restores_the_count_found():
+    """Two callers on two threads overlap: the count stays 1 until the last one leaves, then is what it was (each
+    caller setting and restoring it on its own gave 2 back while the other's products still ran)."""
+    from ops.cpu.matmul import OneThread
+    count = [4]
+
+    def set_threads(n):
+        count[0], found = n, count[0]
+        return found
+    hold = OneThread(set_threads)
+    hold.__enter__()                # the first caller
+    hold.__enter__()                # the second, on another thread
+    assert count == [1]
+    hold.__exit__(None, None, None)
+    assert count == [1]
+    hold.__exit__(None, None, None)
+    assert count == [4]

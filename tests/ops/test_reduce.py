@@ -107,3 +107,23 @@ def test_integers_and_bools(int_dtype, axes, device):
 def test_integer_sums_of_rows_longer_than_a_block(device, rng):
     x = rng.integers(-5, 5, (4, 13))
     np.testing.assert_array_equal(reduced(device, "sum", x, (1,), False), x.sum(1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("view, axes", [
+    (lambda x: x[:, 7:300], (0,)),                              # a bias's gradient read from a column slice
+    (lambda x: x[:, 40:232].reshape(600, 3, 64), (1,)),          # the slice's columns split: a sum over the middle
+    (lambda x: x[:, 40:232].reshape(30, 20, 192), (1,)),         # its rows split
+    (lambda x: x[:, 40:232].reshape(30, 20, 3, 64), (0, 1)),
+    (lambda x: x[::2, 5:100], (0,)),                             # every other row
+    (lambda x: x[:, 5:100].T, (1,)),                             # transposed: copied
+    (lambda x: x[::-1, 5:100], (0,)),                            # negative strides: copied
+    (lambda x: x[:0, 5:100], (0,)),
+])
+def test_a_strided_view_sums_as_its_contiguous_copy_bit_for_bit(view, axes, dtype, rng):
+    x = (rng.standard_normal((600, 320)) * 100).astype(dtype)
+    v = view(x)
+    got, want = reduce.sum(v, axes, False), reduce.sum(np.ascontiguousarray(v), axes, False)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(got, np.sum(v.astype(np.float64), axis=axes), rtol=1e-4, atol=1e-2)
