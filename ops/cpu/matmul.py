@@ -140,10 +140,12 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
 
 
 def _in_place(x: np.ndarray) -> np.ndarray:
-    """x as it is when BLAS reads it in place: C-contiguous, or 2-D with adjacent entries along its rows; else a
-    C-contiguous copy."""
-    in_place = x.flags.c_contiguous or (x.ndim == 2 and x.strides[1] == x.itemsize and x.strides[0] % x.itemsize == 0
-                                        and x.strides[0] >= x.shape[1] * x.itemsize)
+    """x as it is when BLAS reads it in place: C-contiguous, or a matrix (no row or column alone) with adjacent
+    entries along its rows; else a C-contiguous copy. A strided row or column is copied: NumPy hands a product
+    with one to BLAS's matrix-vector kernels, whose strided path can round otherwise than their contiguous one
+    (a (320, 64)ᵀ product with a column read at a stride of 810 differed by an ulp from the copy's)."""
+    in_place = x.flags.c_contiguous or (x.ndim == 2 and min(x.shape) > 1 and x.strides[1] == x.itemsize
+                                        and x.strides[0] % x.itemsize == 0 and x.strides[0] >= x.shape[1] * x.itemsize)
     return x if in_place else np.ascontiguousarray(x)
 
 

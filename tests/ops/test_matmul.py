@@ -126,6 +126,16 @@ def test_column_slices_are_read_as_their_copies(numpy_max, rows, transposed, rng
     assert np.array_equal(product, cpu_matmul(np.ascontiguousarray(a), np.ascontiguousarray(b), *transposed))
 
 
+@pytest.mark.parametrize("transpose_a", [True, False])
+def test_a_column_of_one_read_at_a_stride_is_the_copys(transpose_a, rng):
+    """Show-Attend-Tell's (320, 64)ᵀ @ (320, 1), the column cut from a (320, 810) array: NumPy's matrix-vector
+    product of the strided column differed from the copy's by an ulp, so a row or column alone is copied."""
+    a = rng.standard_normal((320, 64) if transpose_a else (64, 320)).astype(np.float32)
+    column = rng.standard_normal((320, 810)).astype(np.float32)[:, 416:417]
+    product = cpu_matmul(a, column, transpose_a, False)
+    assert np.array_equal(product, cpu_matmul(a, np.ascontiguousarray(column), transpose_a, False))
+
+
 def test_one_thread_holds_blas_while_any_caller_is_inside_and_restores_the_count_found():
     """Two callers on two threads overlap: the count stays 1 until the last one leaves, then is what it was (each
     caller setting and restoring it on its own gave 2 back while the other's products still ran)."""
