@@ -2,8 +2,7 @@
 
 The reduced axes are brought together so that x becomes an (A, K, N) array reduced over its middle axis: a
 free reshape when the axes are consecutive (sums over leading axes, which undo broadcasting, stay in place),
-otherwise a copy that moves them last (N = 1). The innermost loop always
-runs over contiguous memory:
+otherwise a copy that moves them last (N = 1). The innermost loop always runs over contiguous memory:
 - N == 1: threads own rows; the fastmath sum vectorizes into several partial sums.
 - N > 1: threads own blocks of columns and combine whole rows of x into them (vectorized, race-free);
   a floating-point sum with A == 1 (over leading axes: a bias's gradient) is the BLAS product 1ᵀx instead
