@@ -318,6 +318,30 @@ def test_a_product_contracting_an_axis_of_size_1_becomes_an_exact_multiplication
     np.testing.assert_array_equal(Executable(optimized)(a=a, b=b), Executable(graph)(a=a, b=b))
 
 
+def test_a_sum_over_steps_of_outer_products_becomes_one_product(rng):
+    """The gradient of a time loop's batched keys: αₜ ⊗ ∂cₜ over B·T rows, reshaped to (B, T, K, D) and summed over
+    T, is the product αᵀ (B, K, T) @ ∂c (B, T, D): no (B, T, K, D) array."""
+    alpha, grad = rng.standard_normal((6 * 5, 4, 1)), rng.standard_normal((6 * 5, 1, 7))
+    graph = ag.trace(lambda a, g: ag.sum(ag.reshape(a * g, (6, 5, 4, 7)), axis=1), a=alpha, g=grad)
+    optimized = passes.dce(passes.simplify(graph))
+    assert ops(optimized)["matmul"] == 1 and "sum" not in ops(optimized) and "mul" not in ops(optimized)
+    expected = np.einsum("btk,btd->bkd", alpha.reshape(6, 5, 4), grad.reshape(6, 5, 7))
+    np.testing.assert_allclose(Executable(optimized)(a=alpha, g=grad), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("axis, a_shape, b_shape", [
+    (-1, (6, 5, 4), (6, 5, 4)),             # a dot product along rows: no outer product to avoid
+    (0, (3, 1, 4), (3, 5, 1)),              # b's axes before a's: the product's result would need a transpose
+    (1, (6, 5, 4, 1), (6, 1, 1, 7)),        # a summed axis along which b is broadcast
+], ids=["dot", "columns before rows", "summed broadcast"])
+def test_sums_of_products_that_one_product_does_not_make_in_place_stay(axis, a_shape, b_shape, rng):
+    a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+    graph = ag.trace(lambda a, b: ag.sum(a * b, axis=axis), a=a, b=b)
+    optimized = passes.dce(passes.simplify(graph))
+    assert "matmul" not in ops(optimized) and ops(optimized)["sum"] == 1
+    np.testing.assert_array_equal(Executable(optimized)(a=a, b=b), Executable(graph)(a=a, b=b))
+
+
 @pytest.mark.parametrize("batch", [2, "B"], ids=["concrete", "symbolic"])
 def test_a_weight_used_at_every_time_step_gets_one_product_over_the_stacked_rows(batch, rng):
     """Σₜ hₜᵀ gₜ (a GRU's hidden weight over 5 steps) and Σₜ Σ_rows gₜ (its bias) become one product of the

@@ -18,6 +18,8 @@
   a @ b contracting an axis of size 1   →  a column times a row, broadcast: an elementwise product to fuse
   Σₜ aₜᵀ gₜ   →  concat(aₜ)ᵀ concat(gₜ)      (a weight used at every time step: one product over all steps' rows)
   Σₜ Σ_rows gₜ  →  Σ_rows concat(gₜ)         (its bias)
+  Σ_k a[…, k, :, 1] · b[…, k, 1, :]  →  a[…, k, :]ᵀ @ b[…, k, :]   (a sum of outer products, each operand full or 1
+                                       along each axis, the reshape between them splitting axes: a product)
 
 Autodiff makes all of these: the gradient of ``x @ kᵀ`` with respect to k transposes the transposed k
 back; split and merged attention heads transpose twice in a row; the gradient of a sum is its output
@@ -28,10 +30,13 @@ and added to the others, where one concatenation of the parts' gradients does; s
 layer's time steps ``x[:, t]``, T arrays of x's full size each. The gradient of heads picked out of one
 transposed projection (nanoGPT's ``qkv[i]`` of (3, B, H, T, d)) stacks the heads' gradients back and
 transposes them: once the attention reads its heads in place, the stacking is the gradient node's own value,
-and its transposes compose into one. Each transpose or broadcast is a copy (moved past a reshape or a
+and its transposes compose into one. The gradient of a time loop's batched constant (an attention's keys, read
+at every step) is the outer product αₜ ⊗ ∂cₜ of every step's rows, reshaped to (B, T, …) and summed over T: a
+(B, T, K, D) array written and read again, where the product of αᵀ (B, K, T) and ∂c (B, T, D) makes the sum. Each transpose or broadcast is a copy (moved past a reshape or a
 concatenation only when nothing else reads it, so that it is never made twice); a reshape is free but still a
 step of the schedule.
 """
+import math
 from functools import reduce
 
 import numpy as np
@@ -133,6 +138,10 @@ def _simplified(graph: Graph) -> Graph:
                     "shape": node.shape, "index": (slice(None),) * axis + (slice(start, stop),)})
         if node.op == "matmul" and _contracted(node, inputs[0]) == 1:
             return _outer_product(node, inputs, copy)
+        if node.op == "sum":
+            product = _summed_outer_products(node, inputs[0], copy)
+            if product is not None:
+                return product
         if node.kind == "call" and lookup(node.op).elementwise:
             inputs = _unbroadcast(node, inputs)
             if len(inputs) == 2:
@@ -182,6 +191,80 @@ def _stackable(group) -> bool:
     operands = list(zip(*(t.inputs for t in group)))
     return all(isinstance(x.shape[0], int) for xs in operands for x in xs) or \
         all(len({x.shape for x in xs}) == 1 for xs in operands)
+
+
+def _summed_outer_products(node, x, copy):
+    """``sum(x, axes)`` where x is a product a · b (through a reshape that splits axes), each operand of size 1 or
+    full along each axis and both full along the summed ones, as one product: the axes where both are full and
+    kept are its batch, a's others its rows, b's its columns, the summed ones contracted. Only for outer products
+    (rows and columns both), whose x is larger than a and b together (a dot product along rows stays a fused
+    product and a sum), where the kept axes come in that order (batch, a's, b's) and each operand reads in place
+    (its contracted axes right before or after its own); None otherwise. BLAS sums in another order than the
+    sum: equal up to rounding."""
+    product = x.inputs[0] if x.op == "reshape" else x
+    if product.op != "mul" or product.dtype.kind != "f" or any(y.dtype != product.dtype for y in product.inputs) \
+            or not all(isinstance(n, int) for n in (*product.shape, *x.shape)):
+        return None
+    shapes = [_split(y.shape, product.shape, x.shape) for y in product.inputs]
+    if None in shapes:
+        return None
+    summed = {axis % len(x.shape) for axis in node.attrs["axes"]}
+    full = [[shape[i] == n != 1 for i, n in enumerate(x.shape)] for shape in shapes]
+    kind = "".join("k" if i in summed else "n" if a and b else "a" if a else "b" if b else "1"
+                   for i, (a, b) in enumerate(zip(*full)))
+    kept = kind.replace("k", "").replace("1", "")
+    if not summed or "a" not in kind or "b" not in kind or any(not (full[0][i] and full[1][i]) for i in summed) \
+            or kept != "".join(sorted(kept, key="nab".index)):
+        return None
+    size = {letter: math.prod(n for n, k in zip(x.shape, kind) if k == letter) for letter in "ab"}
+    size["k"] = math.prod(x.shape[i] for i in summed)
+    batch = tuple(n for n, k in zip(x.shape, kind) if k == "n")
+
+    def matrix(y, own: str):
+        """y as (batch…, own, k) (first: True) or (batch…, k, own), where its axes lie so; None where they do not."""
+        body = "".join(k for k in kind if k in own + "k")
+        first = body == own * body.count(own) + "k" * body.count("k")
+        if not first and body != "k" * body.count("k") + own * body.count(own):
+            return None
+        if "".join(k for k in kind if k in "n" + own + "k") != "n" * len(batch) + body:
+            return None
+        shape = batch + ((size[own], size["k"]) if first else (size["k"], size[own]))
+        return copy(node, (y,), op="reshape", attrs={"shape": shape}, shape=shape, dtype=y.dtype), first
+    a, b = matrix(product.inputs[0], "a"), matrix(product.inputs[1], "b")
+    if a is None or b is None:
+        return None
+    (a, a_first), (b, b_first) = a, b
+    shape = batch + (size["a"], size["b"])
+    out = copy(node, (a, b), op="matmul", attrs={"transpose_a": not a_first, "transpose_b": b_first}, shape=shape)
+    return out if out.shape == node.shape else copy(node, (out,), op="reshape", attrs={"shape": node.shape})
+
+
+def _split(shape: tuple, before: tuple, after: tuple) -> tuple | None:
+    """The shape of an operand ``shape`` broadcast to ``before`` once ``before`` is reshaped to ``after`` by splitting
+    axes (and adding or dropping ones): an axis where it is full splits into full ones, one where it is 1 into ones.
+    None where the reshape merges axes."""
+    shape = (1,) * (len(before) - len(shape)) + tuple(shape)
+    out, i, j = [], 0, 0
+    while i < len(before) or j < len(after):
+        if i < len(before) and j < len(after) and before[i] == after[j]:
+            out.append(after[j] if shape[i] != 1 else 1)
+            i, j = i + 1, j + 1
+        elif i < len(before) and before[i] == 1:
+            i += 1
+        elif j < len(after) and after[j] == 1:
+            out.append(1)
+            j += 1
+        elif i < len(before):
+            run = j
+            while run < len(after) and math.prod(after[j:run + 1]) < before[i]:
+                run += 1
+            if run == len(after) or math.prod(after[j:run + 1]) != before[i]:
+                return None
+            out.extend(after[j:run + 1] if shape[i] != 1 else (1,) * (run + 1 - j))
+            i, j = i + 1, run + 1
+        else:
+            return None
+    return tuple(out)
 
 
 def _contracted(matmul, a):
