@@ -126,7 +126,7 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
         b2 = b.T if transpose_b else b
         if size > _NUMPY_MAX:
             return _matmul_2d(a2, b2).reshape(*a.shape[:-2], m, n)
-        if size <= SERIAL_2D_MAX and _set_numpy_blas_threads is not None:
+        if size <= SERIAL_2D_MAX and _numpy_on_one_thread is not None:
             return _on_one_thread(a2, b2).reshape(*a.shape[:-2], m, n)
         return _numpy_matmul(a2, b2).reshape(*a.shape[:-2], m, n)
     if m * k * n <= _NUMPY_BATCHED_MAX and k > 1:

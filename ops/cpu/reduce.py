@@ -112,7 +112,9 @@ def _as_reduction(x, axes, keepdims, in_place=False):
         first = len(kept)
     last = first + len(axes)
     a, k, n = (math.prod(x.shape[:first]), math.prod(x.shape[first:last]), math.prod(x.shape[last:]))
-    x3 = x.reshape(a, k, n) if in_place else np.ascontiguousarray(x).reshape(a, k, n)
+    if not in_place:
+        return np.ascontiguousarray(x).reshape(a, k, n), shape
+    x3 = x.reshape(a, k, n)
     if not x3.flags.c_contiguous and (builtins.min(x3.strides) < 0 or n > 1 and x3.strides[2] != x3.itemsize):
         x3 = np.ascontiguousarray(x3)
     return x3, shape

@@ -32,9 +32,9 @@ transposed projection (nanoGPT's ``qkv[i]`` of (3, B, H, T, d)) stacks the heads
 transposes them: once the attention reads its heads in place, the stacking is the gradient node's own value,
 and its transposes compose into one. The gradient of a time loop's batched constant (an attention's keys, read
 at every step) is the outer product αₜ ⊗ ∂cₜ of every step's rows, reshaped to (B, T, …) and summed over T: a
-(B, T, K, D) array written and read again, where the product of αᵀ (B, K, T) and ∂c (B, T, D) makes the sum. Each transpose or broadcast is a copy (moved past a reshape or a
-concatenation only when nothing else reads it, so that it is never made twice); a reshape is free but still a
-step of the schedule.
+(B, T, K, D) array written and read again, where the product of αᵀ (B, K, T) and ∂c (B, T, D) makes the sum.
+Each transpose or broadcast is a copy (moved past a reshape or a concatenation only when nothing else reads it,
+so that it is never made twice); a reshape is free but still a step of the schedule.
 """
 import math
 from functools import reduce
