@@ -22,7 +22,9 @@ class Backend:
     NumPy array, ``owns(a)`` tells whether ``a`` lives here, ``zeros_like(a)`` allocates here. ``views``: kernels
     returning a strided view where the op's kernel in ``kernels`` copies to a contiguous array, which the executor
     calls where every reader of the result is an op of ``reads_views``, whose kernels read views as fast as copies
-    (a column slice that only products and concatenations read is not copied)."""
+    (a column slice that only products and concatenations read is not copied). ``together(first, second, split,
+    *args)`` runs ``first(*args[:split])`` and ``second(*args[split:])`` at the same time and returns both results,
+    for independent nodes of the ops in ``concurrent`` (attngraph/core/together.py)."""
     name: str
     kernels: Mapping[str, Callable]
     put: Callable
@@ -31,6 +33,8 @@ class Backend:
     zeros_like: Callable
     views: Mapping[str, Callable] = field(default_factory=lambda: MappingProxyType({}))
     reads_views: frozenset[str] = frozenset()
+    concurrent: frozenset[str] = frozenset()
+    together: Callable | None = None
 
 
 def kernel_table(package: ModuleType) -> Mapping[str, Callable]:

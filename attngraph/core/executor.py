@@ -18,6 +18,11 @@ strided views (the backend's ``reads_views``: on the CPU products, sums, concate
 whose readers all do) is left a view of its array (the backend's ``views``) instead of being copied to a
 contiguous one.
 
+Independent long steps run together: the backend names the ops (``concurrent``: the CPU's time loops) two of which,
+when neither depends on the other, the schedule places side by side (core/together.py) and the fast loop runs at
+once (``together``), their outputs in two adjacent slots that the pair's step fills as one slice. An interpreter
+(the profiler, debug mode) runs the same schedule one node at a time.
+
 Outputs are the caller's: an output that shares memory with what the executor borrowed for the call (an input,
 a parameter, a constant, or a view of one, such as a parameter reshaped) is copied, so that writing into it
 changes neither the model nor the executable; outputs the kernels allocated are returned without a copy. On
@@ -56,6 +61,7 @@ from .graph import DTYPES, Graph, Node, graph_method, is_gradient_output, unsupp
 from .interpreter import Checking, Interpreter, out_of_range
 from .tracing import UPDATE_PREFIX
 from .passes import optimize
+from .together import paired
 
 @graph_method("compile")
 def compile(graph: Graph, device: str = "cpu", seed: int | None = None) -> "Executable":
@@ -96,7 +102,7 @@ class Executable:
         self.seed = _next_seed() if seed is None else seed
         self._stream = int(np.random.SeedSequence(self.seed % 2 ** 64).generate_state(1, np.uint64)[0])
         self._lock = threading.Lock()
-        order = graph.topological_order(_schedule_roots(graph.outputs))
+        order, self._firsts = paired(graph.topological_order(_schedule_roots(graph.outputs)), self._backend.concurrent)
         slot = {node: i for i, node in enumerate(order)}
         self._size = len(order)
         self._inputs = [(name, node, slot.get(node)) for name, node in graph.inputs.items()]
@@ -107,6 +113,7 @@ class Executable:
         self._updates = [(i, n.value) for i, n in enumerate(graph.outputs) if n.name.startswith(UPDATE_PREFIX)]
         self._returned = [i for i, n in enumerate(graph.outputs) if not n.name.startswith(UPDATE_PREFIX)]
         self._nodes = [n for n in order if n.kind == "call"]
+        self._producers = {slot[n]: n for n in self._nodes}
         self._steps = self._schedule(order, slot)
         self._plans: dict[tuple, list[tuple]] = {}
         self._helpers: set = set()
@@ -169,18 +176,18 @@ class Executable:
                 raise _changed(node, data)
             env[index] = self._backend.put(data)
             borrowed.append(env[index])
-        steps = self._plan(bindings)
+        steps, fast = self._plan(bindings)
         interpreter = self.interpreter or (Checking(self.device) if debug.enabled() else None)
         if interpreter is not None:
             interpreter.run(steps, self._nodes, env, bindings)
         else:
             try:
-                for call, inputs, output, frees in steps:
+                for call, inputs, output, frees in fast:
                     env[output] = call(*[env[i] for i in inputs])
                     for i in frees:
                         env[i] = None
             except IndexError as error:
-                raise out_of_range(error, self._nodes[[step[2] for step in steps].index(output)]) from error
+                raise out_of_range(error, self._producers[_first_slot(output)]) from error
         if self._helpers and all(helper.finished for helper in self._helpers):
             self._helpers, self._plans = set(), {}      # plans that no longer wait for a helper
         outputs = tuple(env[i] for i in self._outputs)
@@ -220,11 +227,12 @@ class Executable:
                 borrowed.append(env[index])
         return bindings, borrowed
 
-    def _plan(self, bindings: dict[str, int]) -> list[tuple]:
+    def _plan(self, bindings: dict[str, int]) -> tuple[list[tuple], list[tuple]]:
         """The steps for these sizes as (call, inputs, output, frees), ``call`` the kernel with its attributes
-        bound (shapes resolved): what the run loop needs and no more. Cached per binding. A kernel that a helper
-        process is compiling (``_compiled_ahead``) is called through the helper, which waits for it first; once the
-        helpers are done, the plans are made again without them."""
+        bound (shapes resolved): what the run loop needs and no more; one per node (for an interpreter), and as the
+        fast loop runs them, each pair of nodes that run together (core/together.py) one step. Cached per binding.
+        A kernel that a helper process is compiling (``_compiled_ahead``) is called through the helper, which waits
+        for it first; once the helpers are done, the plans are made again without them."""
         key = tuple(sorted(bindings.items()))
         plan = self._plans.get(key)
         if plan is None:
@@ -240,8 +248,24 @@ class Executable:
                 plan.append((call, step.inputs, step.output, step.frees))
             if len(self._plans) >= 64:
                 self._plans.clear()
-            self._plans[key] = plan
+            plan = self._plans[key] = plan, self._together(plan)
         return plan
+
+    def _together(self, plan: list[tuple]) -> list[tuple]:
+        """``plan`` with each pair's two steps (adjacent, their outputs in adjacent slots) as one: the backend's
+        ``together`` calls both, and its two results fill the slice of the two slots."""
+        fast, pending = [], None
+        for node, step in zip(self._nodes, plan):
+            if node in self._firsts:
+                pending = step
+                continue
+            if pending is not None:
+                (first, inputs, output, frees), (second, more, _, freed) = pending, step
+                step = (functools.partial(self._backend.together, first, second, len(inputs)), inputs + more,
+                        slice(output, output + 2), frees + freed)
+                pending = None
+            fast.append(step)
+        return fast
 
     def _compiled_ahead(self, attrs: list[dict], bindings: dict[str, int]) -> list:
         """For each step, the helper process compiling its kernel and the job's number there, or None
@@ -262,6 +286,11 @@ def _next_seed() -> int:
     """The seed of an executable made without one: 0, 1, 2, ... in the order they are made."""
     with _seeds_lock:
         return next(_seeds)
+
+
+def _first_slot(output: int | slice) -> int:
+    """The slot a step writes, the first of a pair's."""
+    return output.start if isinstance(output, slice) else output
 
 
 def _owner(a: np.ndarray) -> np.ndarray:

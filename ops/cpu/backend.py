@@ -6,6 +6,7 @@ import numpy as np
 import ops.cpu
 from ops.backend import Backend, kernel_table
 from ops.cpu.movement import VIEWS
+from ops.cpu.threads import together
 
 
 def _host(a) -> np.ndarray:
@@ -15,4 +16,5 @@ def _host(a) -> np.ndarray:
 
 BACKEND = Backend("cpu", kernel_table(ops.cpu), put=_host, get=_host, owns=lambda a: isinstance(a, np.ndarray),
                   zeros_like=np.zeros_like, views=MappingProxyType(VIEWS),
-                  reads_views=frozenset({"concat", "scatter_slice", "matmul", "sum"}))   # ops/cpu/matmul.py, reduce.py
+                  reads_views=frozenset({"concat", "scatter_slice", "matmul", "sum"}),   # ops/cpu/matmul.py, reduce.py
+                  concurrent=frozenset({"scan"}), together=together)

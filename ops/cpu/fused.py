@@ -40,6 +40,7 @@ import importlib.util
 import os
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -154,7 +155,7 @@ def load_source(source: str):
     name = "attngraph_fused_" + hashlib.sha256(source.encode()).hexdigest()[:20]
     path = _folder() / f"{name}.py"
     if not path.is_file() or path.read_text() != source:
-        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
         temporary.write_text(source)
         os.replace(temporary, path)
     spec = importlib.util.spec_from_file_location(name, path)

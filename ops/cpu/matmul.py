@@ -175,9 +175,19 @@ def with_serial_blas(kernel):
     return run
 
 
-@functools.cache
 def _scipy_on_one_thread() -> OneThread | None:
-    """The hold on SciPy's OpenBLAS (``openblas_set_num_threads_local``: OpenBLAS ≥ 0.3.27), or None."""
+    """The hold on SciPy's OpenBLAS (``openblas_set_num_threads_local``: OpenBLAS ≥ 0.3.27), or None: one for the
+    process, made under a lock, since two loops compiled at once on two threads (a bidirectional encoder's
+    directions, run together) each asked for it, and two holds on one library race as callers without one did."""
+    with _MAKING_HOLD:
+        return _scipy_hold()
+
+
+_MAKING_HOLD = threading.Lock()
+
+
+@functools.cache
+def _scipy_hold() -> OneThread | None:
     import scipy.linalg  # noqa: F401  (numba's np.dot loads SciPy's BLAS through it)
     set_threads = getattr(_openblas("scipy"), "openblas_set_num_threads_local", None)
     return OneThread(set_threads) if set_threads is not None else None

@@ -24,7 +24,8 @@ for NumPy's when NumPy is imported (before attngraph, in most programs: see ops/
 
 ``in_threads`` runs a ``nogil`` kernel over parts of a range on Python threads instead: for kernels whose
 loop body calls other compiled functions, which numba compiles once more for a prange body, so that as prange
-loops they would take several times as long to compile.
+loops they would take several times as long to compile. ``together`` runs two such kernels at once, one thread
+each: the two directions of a bidirectional recurrence (attngraph/core/together.py).
 """
 import concurrent.futures
 import functools
@@ -91,6 +92,30 @@ def in_threads(kernel, count: int, *args, work: int, grain: int = 1) -> None:
         concurrent.futures.wait(others)
     for other in others:
         other.result()
+
+
+def together(first, second, split: int, *args):
+    """``first(*args[:split])`` and ``second(*args[split:])`` at the same time, the second on a pool thread, each
+    with Numba's thread count set to one on its thread (``numba.set_num_threads`` is per thread), so that neither
+    starts threads of its own: (first's result, second's). One after the other when Numba has one thread.
+    Raises the first's error, else the second's, once both are done."""
+    if numba.get_num_threads() < 2:
+        return first(*args[:split]), second(*args[split:])
+    other = _pool().submit(_on_one_thread, second, args[split:])
+    try:
+        result = _on_one_thread(first, args[:split])
+    finally:
+        concurrent.futures.wait([other])
+    return result, other.result()
+
+
+def _on_one_thread(kernel, args):
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        return kernel(*args)
+    finally:
+        numba.set_num_threads(threads)
 
 
 @functools.cache
