@@ -30,6 +30,7 @@ each: the two directions of a bidirectional recurrence (attngraph/core/together.
 import concurrent.futures
 import functools
 import itertools
+import threading
 import types
 
 import numba
@@ -97,10 +98,11 @@ def in_threads(kernel, count: int, *args, work: int, grain: int = 1) -> None:
 def together(first, second, split: int, *args):
     """``first(*args[:split])`` and ``second(*args[split:])`` at the same time, the second on a pool thread, each
     with Numba's thread count set to one on its thread (``numba.set_num_threads`` is per thread), so that neither
-    starts threads of its own: (first's result, second's). One after the other when Numba has one thread.
+    starts threads of its own, and ``beside_another()`` true there: (first's result, second's). One after the other
+    when Numba has one thread.
     Raises the first's error, else the second's, once both are done."""
     if numba.get_num_threads() < 2:
-        return first(*args[:split]), second(*args[split:])
+        return _beside(first, args[:split]), _beside(second, args[split:])
     other = _pool().submit(_on_one_thread, second, args[split:])
     try:
         result = _on_one_thread(first, args[:split])
@@ -109,13 +111,31 @@ def together(first, second, split: int, *args):
     return result, other.result()
 
 
+def beside_another() -> bool:
+    """Whether the kernel running on this thread is one of ``together``'s two, whatever the number of threads: a
+    time loop then runs its rows as one block (ops/cpu/recurrence.py), so that its results, which its blocks
+    decide, do not depend on the threads either."""
+    return getattr(_sides, "beside", False)
+
+
+_sides = threading.local()
+
+
 def _on_one_thread(kernel, args):
     threads = numba.get_num_threads()
     numba.set_num_threads(1)
     try:
-        return kernel(*args)
+        return _beside(kernel, args)
     finally:
         numba.set_num_threads(threads)
+
+
+def _beside(kernel, args):
+    _sides.beside = True
+    try:
+        return kernel(*args)
+    finally:
+        _sides.beside = False
 
 
 @functools.cache

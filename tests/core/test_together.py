@@ -9,7 +9,7 @@ import pytest
 import attngraph as ag
 from attngraph.core import executor
 from attngraph.nn import GRU
-from ops.cpu import matmul, threads
+from ops.cpu import matmul, recurrence, threads
 
 B, T, IN, H = 5, 6, 4, 8
 
@@ -118,3 +118,30 @@ def test_one_hold_on_scipys_blas_however_many_threads_ask_at_once(monkeypatch):
     for worker in workers:
         worker.join()
     assert len(holds) == 4 and len(set(map(id, holds))) == 1
+
+
+def test_a_loop_beside_another_runs_as_one_block_on_any_number_of_threads(monkeypatch):
+    """Blocks of rows would share out one core between them: a paired loop runs its 40 rows as one block, alone or
+    beside its twin, on one thread as on two, so its results are the same bit for bit."""
+    counts = []
+
+    def recorded(kernel, count, *args, work):
+        counts.append(count)
+        threads.in_threads(kernel, count, *args, work=work)
+    monkeypatch.setattr(recurrence, "in_threads", recorded)
+    monkeypatch.setattr(recurrence, "SPLIT_MIN_SIZE", 0)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((40, T, IN)).astype(np.float32)
+    mask = np.arange(T)[None, :] < rng.integers(1, T + 1, (40, 1))
+    graph = ag.trace(loss_of(True), x=x, mask=mask).grad()
+    runs = []
+    for count in (1, 2):
+        before = numba.get_num_threads()
+        numba.set_num_threads(min(count, numba.config.NUMBA_NUM_THREADS))
+        try:
+            runs.append(graph.compile()(x=x, mask=mask))
+        finally:
+            numba.set_num_threads(before)
+    assert counts == [1] * 8
+    for one, two in zip(*runs):
+        np.testing.assert_array_equal(one, two)
