@@ -2,12 +2,14 @@
 a kernel test runs on. Every test starts from the same default generator (parameters' initialization), whichever
 tests ran before it. Without a usable GPU the "cuda" tests run on numba's CUDA simulator, chosen here, before
 anything imports numba.cuda (tests/cuda/conftest.py says why and what it costs)."""
+import contextlib
 import ctypes.util
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import numba
 import numpy as np
 import pytest
 
@@ -64,6 +66,17 @@ def value_and_grad_on(device, fn, *arrays):
     graph = ag.trace(lambda **xs: fn(*xs.values()), **feeds).grad(wrt=list(feeds))
     value, *grads = graph.compile(device.name)(**feeds)
     return value, grads
+
+
+@contextlib.contextmanager
+def numba_threads(count: int):
+    """Numba's thread count set to ``count`` (at most the threads it has) inside, put back after."""
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(count, numba.config.NUMBA_NUM_THREADS))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
 
 
 def on_device(device, kernel, /, *args, **attrs):

@@ -5,7 +5,6 @@ the process when two Python threads run parallel code). The Makefile pins the la
 NUMBA_THREADING_LAYER; this checks that the pinned layer is the one really in use.
 """
 
-import contextlib
 import importlib
 import os
 
@@ -15,6 +14,7 @@ import pytest
 from numba import njit, prange, threading_layer
 
 from ops.cpu.threads import PARALLEL_MIN_SIZE, parallel_kernel
+from tests.conftest import numba_threads
 
 # NUMBA_THREADING_LAYER may also name a selection policy instead of a layer.
 _POLICIES = {
@@ -85,7 +85,7 @@ def test_serial_twin_computes_what_the_parallel_kernel_does_on_one_thread(monkey
     monkeypatch.setattr(module, name, lambda *args: seen.append(args) or kernel(*args))
     call(module)
     assert seen, f"the call does not run {name}"
-    with threads(1):
+    with numba_threads(1):
         for args in seen:
             for a, b in zip(*(np.broadcast_arrays(*np.atleast_1d(*_outputs(twin(*args))))
                               for twin in (kernel.serial, kernel.parallel))):
@@ -108,16 +108,8 @@ def _thread_ids(x):
 @pytest.mark.parametrize("size, count, parallel", [(PARALLEL_MIN_SIZE, 2, True), (PARALLEL_MIN_SIZE - 1, 2, False),
                                                    (10 * PARALLEL_MIN_SIZE, 1, False), (10, 2, False)])
 def test_parallel_kernels_use_threads_only_for_large_arrays(size, count, parallel):
-    with threads(count):
+    with numba_threads(count):
         ids = _thread_ids(np.zeros(size))
     assert set(ids) == ({0, 1} if parallel else {0})
 
 
-@contextlib.contextmanager
-def threads(count: int):
-    before = numba.get_num_threads()
-    numba.set_num_threads(count)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(before)

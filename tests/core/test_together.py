@@ -10,6 +10,7 @@ import attngraph as ag
 from attngraph.core import executor
 from attngraph.nn import GRU
 from ops.cpu import matmul, recurrence, threads
+from tests.conftest import numba_threads
 
 B, T, IN, H = 5, 6, 4, 8
 
@@ -136,12 +137,8 @@ def test_a_loop_beside_another_runs_as_one_block_on_any_number_of_threads(monkey
     graph = ag.trace(loss_of(True), x=x, mask=mask).grad()
     runs = []
     for count in (1, 2):
-        before = numba.get_num_threads()
-        numba.set_num_threads(min(count, numba.config.NUMBA_NUM_THREADS))
-        try:
+        with numba_threads(count):
             runs.append(graph.compile()(x=x, mask=mask))
-        finally:
-            numba.set_num_threads(before)
     assert counts == [1] * 8
     for one, two in zip(*runs):
         np.testing.assert_array_equal(one, two)

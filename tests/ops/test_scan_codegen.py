@@ -1,6 +1,5 @@
 """The CPU code generator of ``scan`` bodies (ops/cpu/recurrence.py): the generated loop computes what the body's
 executable computes step by step, bit for bit, forward and backward; a body it cannot write runs step by step."""
-import numba
 import numpy as np
 import pytest
 
@@ -9,6 +8,7 @@ from attngraph.attention import AdditiveScore, Attention, GeneralScore
 from attngraph.nn import GRU, LSTM, GRUCell
 from ops.cpu import recurrence
 from ops.cpu.threads import PARALLEL_MIN_SIZE, in_threads
+from tests.conftest import numba_threads
 
 B, T, S, IN, H = 3, 4, 5, 6, 8
 COVERS = {"scan"}       # on every device: test_a_masked_encoder_on_every_device_is_the_cpus
@@ -144,12 +144,8 @@ def test_blocks_of_rows_are_the_same_on_any_number_of_threads(monkeypatch):
     monkeypatch.setattr(recurrence, "SPLIT_MIN_SIZE", 0)
     runs = []
     for threads in (1, 2):
-        before = numba.get_num_threads()
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-        try:
+        with numba_threads(threads):
             runs.append(gradient.compile()(x=x, mask=mask))
-        finally:
-            numba.set_num_threads(before)
     assert blocks and all(block == (3, True) for block in blocks)
     monkeypatch.setattr(recurrence, "ROWS_PER_PART", 70)
     whole = gradient.compile()(x=x, mask=mask)
