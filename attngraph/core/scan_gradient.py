@@ -81,6 +81,7 @@ class Gradient:
             if not missing:
                 break
             loop_roots += missing
+        self.stored, self.frontier = side_by_side(self.stored, graph), side_by_side(self.frontier, graph)
         self.loop_reads = in_loop.reads
         self.loop_constants = [n for n in graph.nodes if n in in_loop.reads and self.constant(n)]
         self.loop_xs = [i for i, x in enumerate(self.xs) if x in in_loop.reads]
@@ -252,6 +253,26 @@ def cheap(node: Node) -> bool:
         return False
     prim = lookup(node.op)
     return prim.elementwise and prim.flops((1,), *((1,) for _ in node.inputs), **node.attrs) <= 2
+
+
+def side_by_side(values: list[Node], graph: Graph) -> list[Node]:
+    """``values`` (passed as columns of a row, in this order) reordered so that those scattered into the column slices
+    of rows of one width (a GRU's gate gradients, into the gradient of its input projection) lie side by side in the
+    order of their slices, where the first of them was: their columns are then one slice, which ``simplify`` takes in
+    place of the concatenation the scatters become (copied before: 0.5 ms for each of HAN's word-level loops)."""
+    starts: dict = {}
+    for node in graph.nodes:
+        index = node.attrs.get("index")
+        if node.op == "scatter_slice" and node.inputs[0] in values and len(node.shape) == 2 \
+                and index[0] == slice(None) and isinstance(index[1], slice) and index[1].step in (None, 1):
+            starts.setdefault(node.shape[1], {}).setdefault(node.inputs[0], index[1].start or 0)
+    order = list(values)
+    for placed in starts.values():
+        if len(placed) > 1 and len(set(placed.values())) == len(placed):
+            joined = sorted(placed, key=placed.get)
+            at = min(map(order.index, joined))
+            order = [*order[:at], *joined, *(n for n in order[at:] if n not in joined)]
+    return order
 
 
 def unpacked(row, nodes: list[Node], start: int, rows, read: set) -> dict:

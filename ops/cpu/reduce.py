@@ -10,7 +10,9 @@ otherwise a copy that moves them last (N = 1). The innermost loop always runs ov
   thread in the loop), with half NumPy's error.
 A sum reads a strided view in place where the (A, K, N) view of it has adjacent entries along N (a slice of
 columns, a reshape of one): the loops read its rows from a flat span of memory at their offsets, and BLAS reads it
-with its leading dimension; bit for bit the sum of a contiguous copy. Other layouts are copied first.
+with its leading dimension (through ``np.matmul``: ``np.dot`` copies a strided operand first, 117 against 41 µs for
+a (1920, 192) slice of a (1920, 448) array); bit for bit the sum of a contiguous copy. Other layouts are copied
+first.
 Sums of floats accumulate in the input dtype: float32 fills twice the vector lanes of float64 accumulators,
 and the lanes' partial sums keep the error NumPy's own. Sums of bool and integers are int64, as torch.sum
 and np.sum give them.
@@ -46,7 +48,8 @@ def sum(x, axes, keepdims):
     if x3.shape[2] == 1:
         out = _sum_rows(np.ascontiguousarray(x3).reshape(x3.shape[:2]))
     elif x3.shape[0] == 1 and x3.shape[1] > 0 and x3.dtype.kind == "f":
-        out = np.dot(np.ones(x3.shape[1], x3.dtype), x3[0])
+        with np.errstate(invalid="ignore", over="ignore"):      # NaN and Inf propagate, as in every kernel
+            out = np.matmul(np.ones(x3.shape[1], x3.dtype), x3[0])
     else:
         out = _sum_middle(*_span(x3))
     return out.reshape(shape)

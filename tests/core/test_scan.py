@@ -390,6 +390,28 @@ def test_the_gradient_runs_the_forward_once_and_reads_its_residuals(rng):
     assert not any(n.op == "transpose" and n in scans[1].inputs for n in executable.graph.nodes)   # Wᵀ read in place
     np.testing.assert_array_equal(executable(**inputs)[0], traced.compile()(**inputs))
 
+def test_the_gate_gradients_pass_as_one_slice_that_no_concatenation_copies(rng, monkeypatch):
+    """A GRU over a projected input: the reverse loop emits the gradients of the projection's three gate slices side by
+    side, in the slices' order, so that the weight gradients read them as one slice of its output; the gradients are
+    those of the loop emitting them in any order, bit for bit."""
+    from attngraph.core import scan_gradient
+    from attngraph.nn import GRU
+    x = rng.standard_normal((B, T, IN)).astype(np.float32)
+
+    def gradients():
+        encoder = GRU(IN, H, rng=np.random.default_rng(0))
+        graph = ag.trace(lambda x: ag.sum(ag.tanh(encoder(x)[0])), x=x).grad()
+        step = graph.compile()
+        joins = [n for n in step.graph.nodes if n.op == "concat" and all(x.op == "getitem" for x in n.inputs)]
+        return step(x=x), joins
+    side_by_side, joins = gradients()
+    monkeypatch.setattr(scan_gradient, "side_by_side", lambda values, graph: list(values)[::-1])
+    any_order, copied = gradients()
+    assert joins == [] and len(copied) == 1
+    for a, b in zip(side_by_side, any_order):
+        np.testing.assert_array_equal(a, b)
+
+
 # ------------------------------------------------------------------------------------------------------ bad inputs
 
 
