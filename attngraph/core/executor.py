@@ -115,7 +115,7 @@ class Executable:
         self._nodes = [n for n in order if n.kind == "call"]
         self._producers = {slot[n]: n for n in self._nodes}
         self._steps = self._schedule(order, slot)
-        self._plans: dict[tuple, list[tuple]] = {}
+        self._plans: dict[tuple, tuple[list[tuple], list[tuple]]] = {}
         self._helpers: set = set()
         self.interpreter: Interpreter | None = None
 
@@ -260,7 +260,8 @@ class Executable:
                 pending = step
                 continue
             if pending is not None:
-                (first, inputs, output, frees), (second, more, _, freed) = pending, step
+                (first, inputs, output, frees), (second, more, beside, freed) = pending, step
+                assert beside == output + 1, "a pair's nodes are adjacent in the order, so are their slots"
                 step = (functools.partial(self._backend.together, first, second, len(inputs)), inputs + more,
                         slice(output, output + 2), frees + freed)
                 pending = None

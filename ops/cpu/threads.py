@@ -99,8 +99,7 @@ def together(first, second, split: int, *args):
     """``first(*args[:split])`` and ``second(*args[split:])`` at the same time, the second on a pool thread, each
     with Numba's thread count set to one on its thread (``numba.set_num_threads`` is per thread), so that neither
     starts threads of its own, and ``beside_another()`` true there: (first's result, second's). One after the other
-    when Numba has one thread.
-    Raises the first's error, else the second's, once both are done."""
+    when Numba has one thread. Raises the first's error, else the second's, once both are done."""
     if numba.get_num_threads() < 2:
         return _beside(first, args[:split]), _beside(second, args[split:])
     other = _pool().submit(_on_one_thread, second, args[split:])
