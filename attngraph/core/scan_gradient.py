@@ -264,7 +264,8 @@ def side_by_side(values: list[Node], graph: Graph) -> list[Node]:
     for node in graph.nodes:
         index = node.attrs.get("index")
         if node.op == "scatter_slice" and node.inputs[0] in values and len(node.shape) == 2 \
-                and index[0] == slice(None) and isinstance(index[1], slice) and index[1].step in (None, 1):
+                and index[0] == slice(None) and isinstance(index[1], slice) and index[1].step in (None, 1) \
+                and (index[1].start or 0) >= 0:
             starts.setdefault(node.shape[1], {}).setdefault(node.inputs[0], index[1].start or 0)
     order = list(values)
     for placed in starts.values():

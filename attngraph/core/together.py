@@ -8,11 +8,12 @@ run at once, each on a core: 2.9 → 1.55 ms a pair (both directions of the forw
 ``paired(order, ops)`` finds such pairs in a schedule: for each node A of ``ops``, the first later node B of
 ``ops`` of A's shape that does not depend on A. Alike shapes (a recurrence's two directions, two towers) do alike
 work, so that neither side idles long while the other finishes: a large loop that would split its rows over both
-cores is not held to one of them by a small one beside it. The nodes between them that B depends on move before A, so that B can follow A at
-once; everything else keeps its place, so the order stays a valid schedule (B's ancestors there do not depend on
-A, or B would). Every node is in one pair at most. The backend runs a pair (``Backend.together``); each side sees
-the same inputs and computes what it would alone, bit for bit where its kernel's results do not depend on the
-number of threads it is given (the CPU's loops are cut into the same blocks of rows on any number).
+cores is not held to one of them by a small one beside it. The nodes between them that B depends on move before
+A, so that B can follow A at once; everything else keeps its place, so the order stays a valid schedule (B's
+ancestors there do not depend on A, or B would). Every node is in one pair at most. The backend runs a pair
+(``Backend.together``); each side sees the same inputs and computes what it would alone, bit for bit where its
+kernel's results do not depend on the number of threads it is given (the CPU's loops are cut into the same blocks
+of rows on any number).
 """
 from __future__ import annotations
 
