@@ -128,9 +128,9 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
             return _matmul_2d(a2, b2).reshape(*a.shape[:-2], m, n)
         if size <= SERIAL_2D_MAX and _numpy_on_one_thread is not None:
             return _on_one_thread(a2, b2).reshape(*a.shape[:-2], m, n)
-        return _numpy_matmul(a2, b2).reshape(*a.shape[:-2], m, n)
+        return numpy_matmul(a2, b2).reshape(*a.shape[:-2], m, n)
     if m * k * n <= _NUMPY_BATCHED_MAX and k > 1:
-        return _numpy_matmul(a.swapaxes(-1, -2) if transpose_a else a, b.swapaxes(-1, -2) if transpose_b else b)
+        return numpy_matmul(a.swapaxes(-1, -2) if transpose_a else a, b.swapaxes(-1, -2) if transpose_b else b)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     out = _matmul_batched(a.reshape((math.prod(a.shape[:-2]),) + a.shape[-2:]),
                           b.reshape((math.prod(b.shape[:-2]),) + b.shape[-2:]),
@@ -149,7 +149,8 @@ def _in_place(x: np.ndarray) -> np.ndarray:
     return x if in_place else np.ascontiguousarray(x)
 
 
-def _numpy_matmul(a, b):
+def numpy_matmul(a, b):
+    """NumPy's a @ b, NaN and Inf propagating without warnings; BLAS reads a strided operand in place."""
     with np.errstate(invalid="ignore", over="ignore"):      # NaN and Inf propagate, as in every kernel
         return np.matmul(a, b)
 
@@ -157,7 +158,7 @@ def _numpy_matmul(a, b):
 def _on_one_thread(a, b):
     """NumPy's a @ b with its OpenBLAS held to the calling thread for the call."""
     with _numpy_on_one_thread:
-        return _numpy_matmul(a, b)
+        return numpy_matmul(a, b)
 
 
 def with_serial_blas(kernel):

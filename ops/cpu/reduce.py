@@ -34,6 +34,7 @@ from numba import njit, prange, types
 from numba.extending import overload
 
 from ops.cpu import elementwise, mathfn
+from ops.cpu.matmul import numpy_matmul
 from ops.cpu.threads import parallel_kernel
 
 _BLOCK = 512    # columns per thread in the N > 1 loops
@@ -48,8 +49,7 @@ def sum(x, axes, keepdims):
     if x3.shape[2] == 1:
         out = _sum_rows(np.ascontiguousarray(x3).reshape(x3.shape[:2]))
     elif x3.shape[0] == 1 and x3.shape[1] > 0 and x3.dtype.kind == "f":
-        with np.errstate(invalid="ignore", over="ignore"):      # NaN and Inf propagate, as in every kernel
-            out = np.matmul(np.ones(x3.shape[1], x3.dtype), x3[0])
+        out = numpy_matmul(np.ones(x3.shape[1], x3.dtype), x3[0])
     else:
         out = _sum_middle(*_span(x3))
     return out.reshape(shape)
