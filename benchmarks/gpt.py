@@ -8,8 +8,8 @@
 - JAX: ``jax.jit(jax.value_and_grad(loss))`` of the same function (JAX has no module form of its own).
 
 The module forms are compared with each other and the functional forms with each other, JAX with both; each line
-gives the attngraph side's kernel calls per step (its executable's steps). The loss is the mean next-token
-cross-entropy; no optimizer step."""
+gives the attngraph side's kernel calls per step (``Executable.kernel_calls``: its nodes, but the views folded into
+their readers). The loss is the mean next-token cross-entropy; no optimizer step."""
 from __future__ import annotations
 
 from typing import Callable
@@ -123,8 +123,9 @@ def gpt_case(name: str, width: int, heads: int, layers: int, length: int, batch:
     traced = ag.trace(lambda **a: loss({n: a[f"arg{i}"] for i, n in enumerate(params)}, a["tokens"], a["targets"],
                                        heads), **{f"arg{i}": v for i, v in enumerate(params.values())},
                       tokens=tokens, targets=targets)
-    calls = {"attngraph GPT": len(module_step._steps),
-             "attngraph value_and_grad": len(compile_graph(traced.grad(wrt=[f"arg{i}" for i in range(len(params))]))._steps)}
+    functional_graph = traced.grad(wrt=[f"arg{i}" for i in range(len(params))])
+    calls = {"attngraph GPT": module_step.kernel_calls,
+             "attngraph value_and_grad": compile_graph(functional_graph).kernel_calls}
     runs = {"attngraph GPT": lambda: module_step(tokens=tokens, targets=targets),
             "attngraph value_and_grad": lambda: functional_step(*arrays)}
     if tr is not None:

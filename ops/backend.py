@@ -22,7 +22,9 @@ class Backend:
     NumPy array, ``owns(a)`` tells whether ``a`` lives here, ``zeros_like(a)`` allocates here. ``views``: kernels
     returning a strided view where the op's kernel in ``kernels`` copies to a contiguous array, which the executor
     calls where every reader of the result is an op of ``reads_views``, whose kernels read views as fast as copies
-    (a column slice that only products and concatenations read is not copied). ``together(first, second, split,
+    (a column slice that only products and concatenations read is not copied). ``costless``: ops whose kernel
+    returns a view of a C-contiguous input (a reshape): the executor folds them, and the views of ``views``, into
+    the steps that read them (attngraph/core/folding.py). ``together(first, second, split,
     *args)`` runs ``first(*args[:split])`` and ``second(*args[split:])`` at the same time and returns both results,
     for independent nodes of the ops in ``concurrent`` (attngraph/core/together.py)."""
     name: str
@@ -33,6 +35,7 @@ class Backend:
     zeros_like: Callable
     views: Mapping[str, Callable] = field(default_factory=lambda: MappingProxyType({}))
     reads_views: frozenset[str] = frozenset()
+    costless: frozenset[str] = frozenset()
     concurrent: frozenset[str] = frozenset()
     together: Callable | None = None
 

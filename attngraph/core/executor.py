@@ -16,7 +16,8 @@ pool are memory the allocating kernels cannot have), and no elementwise result i
 (Numba's ufunc loops lose their vectorization when an operand aliases the output). A slice whose readers all take
 strided views (the backend's ``reads_views``: on the CPU products, sums, concatenations and scatters; or reshapes
 whose readers all do) is left a view of its array (the backend's ``views``) instead of being copied to a
-contiguous one.
+contiguous one. Such a slice, and a reshape of a contiguous array, are folded into the steps that read them
+(core/folding.py): the fast loop makes no call for a view.
 
 Independent long steps run together: the backend names the ops (``concurrent``: the CPU's time loops) two of which,
 when neither depends on the other, the schedule places side by side (core/together.py) and the fast loop runs at
@@ -57,6 +58,7 @@ from ..errors import BindingError, DTypeError, NonFiniteError, ShapeError
 from . import debug
 from .device import backend
 from .dims import format_shape, resolve_shape
+from .folding import folded
 from .graph import DTYPES, Graph, Node, graph_method, is_gradient_output, unsupported_dtype
 from .interpreter import Checking, Interpreter, out_of_range
 from .tracing import UPDATE_PREFIX
@@ -114,6 +116,7 @@ class Executable:
         self._returned = [i for i, n in enumerate(graph.outputs) if not n.name.startswith(UPDATE_PREFIX)]
         self._nodes = [n for n in order if n.kind == "call"]
         self._producers = {slot[n]: n for n in self._nodes}
+        self._folds: set[int] = set()
         self._steps = self._schedule(order, slot)
         self._plans: dict[tuple, tuple[list[tuple], list[tuple]]] = {}
         self._helpers: set = set()
@@ -135,17 +138,30 @@ class Executable:
             return all(reader.op in self._backend.reads_views or reader.op == "reshape" and reads_views(reader)
                        for reader in readers[node])
 
+        strided = set()
         for node in self._nodes:
             kernel = kernels.kernel(node)           # resolved once here rather than on every call
-            if node.op in self._backend.views and kernel is self._backend.kernels[node.op] and reads_views(node):
+            plain = kernel is self._backend.kernels[node.op]     # not one specialized for float16 (core/half.py)
+            view = plain and node.op in self._backend.views and reads_views(node)
+            if view:
                 kernel = self._backend.views[node.op]
+            if view or node.op == "reshape" and node.inputs[0] in strided:
+                strided.add(node)
+            costless = plain and node.op in self._backend.costless and node.inputs[0] not in strided
+            if (view or costless) and readers[node] and slot[node] not in keep:
+                self._folds.add(slot[node])
             dead = {slot[x] for x in node.inputs if last_use[x] is node and slot[x] not in keep}
             steps.append(Step(kernel, tuple(slot[x] for x in node.inputs), slot[node], node.attrs, tuple(dead)))
         return steps
 
+    @property
+    def kernel_calls(self) -> int:
+        """The kernels a call runs: one per node, but the views folded into their readers (core/folding.py)."""
+        return len(self._steps) - len(self._folds)
+
     def __repr__(self) -> str:
-        return (f"Executable({self.device!r}, {len(self._steps)} kernel calls, inputs {[n for n, _, _ in self._inputs]}, "
-                f"outputs {self.output_names})")
+        return (f"Executable({self.device!r}, {self.kernel_calls} kernel calls, "
+                f"inputs {[n for n, _, _ in self._inputs]}, outputs {self.output_names})")
 
     @property
     def output_names(self) -> list[str]:
@@ -230,7 +246,8 @@ class Executable:
     def _plan(self, bindings: dict[str, int]) -> tuple[list[tuple], list[tuple]]:
         """The steps for these sizes as (call, inputs, output, frees), ``call`` the kernel with its attributes
         bound (shapes resolved): what the run loop needs and no more; one per node (for an interpreter), and as the
-        fast loop runs them, each pair of nodes that run together (core/together.py) one step. Cached per binding.
+        fast loop runs them: each pair of nodes that run together (core/together.py) one step, the views folded into
+        their readers (core/folding.py). Cached per binding.
         A kernel that a helper process is compiling (``_compiled_ahead``) is called through the helper, which waits
         for it first; once the helpers are done, the plans are made again without them."""
         key = tuple(sorted(bindings.items()))
@@ -248,7 +265,8 @@ class Executable:
                 plan.append((call, step.inputs, step.output, step.frees))
             if len(self._plans) >= 64:
                 self._plans.clear()
-            plan = self._plans[key] = plan, self._together(plan)
+            fast = self._together(plan)
+            plan = self._plans[key] = plan, folded(fast, self._folds, set(self._outputs)) if self._folds else fast
         return plan
 
     def _together(self, plan: list[tuple]) -> list[tuple]:

@@ -17,4 +17,4 @@ def _host(a) -> np.ndarray:
 BACKEND = Backend("cpu", kernel_table(ops.cpu), put=_host, get=_host, owns=lambda a: isinstance(a, np.ndarray),
                   zeros_like=np.zeros_like, views=MappingProxyType(VIEWS),
                   reads_views=frozenset({"concat", "scatter_slice", "matmul", "sum"}),   # ops/cpu/matmul.py, reduce.py
-                  concurrent=frozenset({"scan"}), together=together)
+                  costless=frozenset({"reshape"}), concurrent=frozenset({"scan"}), together=together)
