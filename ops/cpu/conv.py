@@ -9,11 +9,14 @@ x (asymmetric, so that a causal 1-D convolution pads its left side only):
   Ho = (H + top + bottom − dh·(kh − 1) − 1) // sh + 1, and Wo alike
 
 as the product of w, (G, O/G, C/G·kh·kw), with the columns of x (im2col: one column of C·kh·kw taps per output
-position, (B, G, C/G·kh·kw, Ho·Wo)), through BLAS. The transposed convolution (conv2d's input gradient, and
-PyTorch's conv_transpose2d) is the columns wᵀ g[b] scattered back onto an input of (Ho − 1)·sh − top − bottom +
-dh·(kh − 1) + 1 + output_padding rows (col2im), and Wo alike; the weight gradient dw = Σ_b g[b] colsᵀ. The product
-is kept over a direct loop nest, which it outruns (benchmarks/MEASUREMENTS.md); its columns cost B·C·kh·kw·Ho·Wo
-elements of memory. A 1-D convolution is this one over height 1.
+position, laid out (G, C/G·kh·kw, B·Ho·Wo), so that one product per group serves the whole batch), through BLAS. The
+transposed convolution (conv2d's input gradient, and PyTorch's conv_transpose2d) is the columns wᵀ g scattered back
+onto an input of (Ho − 1)·sh − top − bottom + dh·(kh − 1) + 1 + output_padding rows (col2im), and Wo alike; the
+weight gradient dw = Σ_b g[b] colsᵀ, a product per image (one product over the batch's B·Ho·Wo positions ran slower
+for 3 input channels). The columns are read from, and scattered onto, the image inside a border of zeros of the
+padding's width, so that no position is tested against the image's borders. The product is kept over a direct loop
+nest, which it outruns (benchmarks/MEASUREMENTS.md); its columns cost B·C·kh·kw·Ho·Wo elements of memory. A 1-D
+convolution is this one over height 1.
 
 Pooling: along each axis, output i reads the window of ``kernel`` positions i·stride − before + t·dilation
 (t < kernel) that fall inside the input, padded with −inf (max) or zeros (average); with ``ceil_mode`` the last
@@ -35,11 +38,11 @@ from ops.shapes import output_size, transposed_size
 
 
 def conv2d(x, w, stride, padding, dilation, groups):
-    """y = w ⋆ x, (B, O, Ho, Wo)."""
+    """y = w ⋆ x, (B, O, Ho, Wo): one product per group for the whole batch, its columns laid out batch inside."""
     B, O = x.shape[0], w.shape[0]
-    cols, ho, wo = _columns(x, w.shape[2:], stride, padding, dilation)
-    y = matmul(np.ascontiguousarray(w).reshape(1, groups, O // groups, -1), _grouped(cols, groups))
-    return y.reshape(B, O, ho, wo)
+    cols, ho, wo = _columns(x, w.shape[2:], stride, padding, dilation, batch_inside=True)
+    y = matmul(np.ascontiguousarray(w).reshape(groups, O // groups, -1), _batch_inside(cols, groups))
+    return np.ascontiguousarray(y.reshape(O, B, ho, wo).transpose(1, 0, 2, 3))
 
 
 def conv_transpose2d(g, w, stride, padding, output_padding, dilation, groups):
@@ -49,12 +52,13 @@ def conv_transpose2d(g, w, stride, padding, output_padding, dilation, groups):
     _, cg, kh, kw = w.shape
     size = [transposed_size(n, k, stride[a], padding[2 * a], padding[2 * a + 1], dilation[a], output_padding[a])
             for a, (n, k) in enumerate(((ho, kh), (wo, kw)))]
-    dcols = matmul(np.ascontiguousarray(w).reshape(1, groups, O // groups, -1),
-                   np.ascontiguousarray(g).reshape(B, groups, O // groups, ho * wo), transpose_a=True)
-    dx = np.zeros((B, groups * cg, *size), dcols.dtype)
-    _unfold(dx, dcols.reshape(B, groups * cg * kh * kw, ho * wo), kh, kw, *stride, padding[0], padding[2], *dilation,
-            wo, True)
-    return dx
+    g_rows = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(groups, O // groups, B * ho * wo)
+    dcols = matmul(np.ascontiguousarray(w).reshape(groups, O // groups, -1), g_rows, transpose_a=True)
+    top, bottom, left, right = padding
+    dx = np.zeros((B, groups * cg, size[0] + top + bottom, size[1] + left + right), dcols.dtype)
+    _unfold(dx, dcols.reshape(groups * cg * kh * kw, B, ho * wo).transpose(1, 0, 2), kh, kw, *stride, *dilation, wo,
+            True)
+    return np.ascontiguousarray(dx[:, :, top:top + size[0], left:left + size[1]]) if any(padding) else dx
 
 
 def conv2d_weight_grad(g, x, kernel, stride, padding, dilation, groups):
@@ -72,38 +76,58 @@ def _grouped(cols, groups):
     return cols.reshape(B, groups, rows // groups, positions)
 
 
-def _columns(x, kernel, stride, padding, dilation):
-    """im2col of x: (B, C·kh·kw, Ho·Wo), and Ho, Wo."""
+def _batch_inside(cols, groups):
+    """The columns (B, C·kh·kw, L), laid out (C·kh·kw, B, L), as (G, C/G·kh·kw, B·L): each group's rows, one
+    product's for the whole batch."""
+    B, rows, positions = cols.shape
+    return cols.transpose(1, 0, 2).reshape(groups, rows // groups, B * positions)
+
+
+def _columns(x, kernel, stride, padding, dilation, batch_inside=False):
+    """im2col of x: (B, C·kh·kw, Ho·Wo), and Ho, Wo; ``batch_inside``: laid out (C·kh·kw, B, Ho·Wo) in memory."""
     H, W = x.shape[2:]
     ho = output_size(H, kernel[0], stride[0], padding[0], padding[1], dilation[0])
     wo = output_size(W, kernel[1], stride[1], padding[2], padding[3], dilation[1])
-    cols = np.empty((x.shape[0], x.shape[1] * kernel[0] * kernel[1], ho * wo), x.dtype)
-    _unfold(np.ascontiguousarray(x), cols, *kernel, *stride, padding[0], padding[2], *dilation, wo, False)
+    B, rows = x.shape[0], x.shape[1] * kernel[0] * kernel[1]
+    if batch_inside:
+        cols = np.empty((rows, B, ho * wo), x.dtype).transpose(1, 0, 2)
+    else:
+        cols = np.empty((B, rows, ho * wo), x.dtype)
+    _unfold(_padded(x, padding), cols, *kernel, *stride, *dilation, wo, False)
     return cols, ho, wo
 
 
+def _padded(x, padding):
+    """x (B, C, H, W) inside a border of zeros, ``padding`` (top, bottom, left, right) wide."""
+    if not any(padding):
+        return np.ascontiguousarray(x)
+    top, bottom, left, right = padding
+    B, C, H, W = x.shape
+    out = np.zeros((B, C, H + top + bottom, W + left + right), x.dtype)
+    out[:, :, top:top + H, left:left + W] = x
+    return out
+
+
 @parallel_kernel
-def _unfold(image, cols, kh, kw, sh, sw, top, left, dh, dw, wo, fold):
-    """im2col: cols[b, (c·kh + p)·kw + q, i·wo + j] = image[b, c, i·sh + p·dh − top, j·sw + q·dw − left], 0 where
-    that falls outside the image; with ``fold``, its adjoint col2im: each column entry added back onto the image
-    position it was read from."""
-    B, C, H, W = image.shape
-    ho, zero = cols.shape[2] // wo, image.dtype.type(0)
+def _unfold(image, cols, kh, kw, sh, sw, dh, dw, wo, fold):
+    """im2col of an image already padded: cols[b, (c·kh + p)·kw + q, i·wo + j] = image[b, c, i·sh + p·dh, j·sw +
+    q·dw]; with ``fold``, its adjoint col2im: each column entry added back onto the image position it was read
+    from. Every position read or written lies inside the padded image, so the rows copy without a test each
+    (twice as fast as testing each position against the unpadded image's borders)."""
+    B, C = image.shape[:2]
+    ho = cols.shape[2] // wo
     for bc in prange(B * C):
         b, c = bc // C, bc % C
         for p in range(kh):
             for q in range(kw):
                 row = cols[b, (c * kh + p) * kw + q]
                 for i in range(ho):
-                    r = i * sh + p * dh - top
+                    line, at = image[b, c, i * sh + p * dh], i * wo
                     for j in range(wo):
-                        s = j * sw + q * dw - left
-                        inside = 0 <= r < H and 0 <= s < W
                         if fold:
-                            if inside:
-                                image[b, c, r, s] += row[i * wo + j]
+                            line[j * sw + q * dw] += row[at + j]
                         else:
-                            row[i * wo + j] = image[b, c, r, s] if inside else zero
+                            row[at + j] = line[j * sw + q * dw]
 
 
 @njit(cache=True)

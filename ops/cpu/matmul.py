@@ -119,6 +119,9 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
     m, k = a.shape[:-3:-1] if transpose_a else a.shape[-2:]
     n = b.shape[-2] if transpose_b else b.shape[-1]
     size = math.prod(a.shape[:-2]) * m * k * n
+    if max(a.ndim, b.ndim) > 2 and math.prod(a.shape[:-2]) == math.prod(b.shape[:-2]) == 1:     # one product
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        return matmul(a.reshape(a.shape[-2:]), b.reshape(b.shape[-2:]), transpose_a, transpose_b).reshape(*batch, m, n)
     two_d = b.ndim == 2 and (a.ndim == 2 or not transpose_a)
     a, b = (_in_place(x) if two_d and size <= _NUMPY_MAX else np.ascontiguousarray(x) for x in (a, b))
     if two_d:

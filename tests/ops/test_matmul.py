@@ -19,6 +19,7 @@ SHAPES = [
     ((3, 4), (2, 4, 5)),
     ((2, 3, 5), (2, 5, 1)),
     ((1, 1), (1, 1)),
+    ((1, 1, 3, 4), (1, 4, 5)),      # a batch of one: a 2-D product
     ((4, 6, 1), (4, 1, 5)),         # outer products
     ((3, 0), (0, 5)),               # K = 0: zeros
     ((2, 3, 0), (2, 0, 4)),
@@ -28,7 +29,8 @@ SHAPES = [
 ]
 THREADED = [((2, 70, 71), (2, 71, 72)),     # large enough for BLAS's own threads
             ((3, 40, 30), (3, 30, 40))]     # numba's threads, a product each (minutes in the CUDA simulator)
-TRANSPOSED = [((5, 7), (7, 9)), ((2, 5, 7), (7, 3)), ((2, 1, 5, 7), (3, 7, 6)), ((2, 1, 3, 4), (5, 4, 6))]
+TRANSPOSED = [((5, 7), (7, 9)), ((2, 5, 7), (7, 3)), ((2, 1, 5, 7), (3, 7, 6)), ((2, 1, 3, 4), (5, 4, 6)),
+              ((1, 5, 7), (1, 7, 9))]
 TOL = {np.float32: dict(rtol=1e-5, atol=1e-5), np.float64: dict(rtol=1e-12, atol=1e-12)}
 
 
