@@ -161,13 +161,13 @@ def adaptive_windows(size):
 def max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
     """The largest value of each window, (B, C, Ho, Wo)."""
     loops, rows, cols = _planned(x.shape, kernel, stride, padding, dilation, ceil_mode)
-    return loops.max_pool(np.ascontiguousarray(x), rows, cols)[0]
+    return loops.max_pool(np.ascontiguousarray(x), rows, cols)
 
 
 def max_pool2d_indices(x, kernel, stride, padding, dilation, ceil_mode):
     """Where each window's largest value lies: its flat index r·W + s in the H·W plane (int64), as PyTorch's."""
     loops, rows, cols = _planned(x.shape, kernel, stride, padding, dilation, ceil_mode)
-    return loops.max_pool(np.ascontiguousarray(x), rows, cols)[1]
+    return loops.argmax_pool(np.ascontiguousarray(x), rows, cols)
 
 
 def max_pool2d_grad(g, x, kernel, stride, padding, dilation, ceil_mode):
@@ -219,7 +219,7 @@ KERNELS = {
     "avg_pool2d": avg_pool2d,
     "avg_pool2d_grad": lambda g, x, **attrs: avg_pool2d_grad(g, x.shape, **attrs),
     "adaptive_max_pool2d": lambda x, size: pool_windows.max_pool(np.ascontiguousarray(x),
-                                                                 *spans(x.shape, adaptive_windows(size)))[0],
+                                                                 *spans(x.shape, adaptive_windows(size))),
     "adaptive_max_pool2d_grad": lambda g, x, size: pool_windows.max_pool_backward(
         np.ascontiguousarray(g), np.ascontiguousarray(x), *spans(x.shape, adaptive_windows(size))),
     "adaptive_avg_pool2d": lambda x, size: pool_windows.avg_pool(np.ascontiguousarray(x),
