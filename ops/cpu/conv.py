@@ -9,14 +9,14 @@ x (asymmetric, so that a causal 1-D convolution pads its left side only):
   Ho = (H + top + bottom − dh·(kh − 1) − 1) // sh + 1, and Wo alike
 
 as the product of w, (G, O/G, C/G·kh·kw), with the columns of x (im2col: one column of C·kh·kw taps per output
-position, laid out (G, C/G·kh·kw, B·Ho·Wo), so that one product per group serves the whole batch), through BLAS. The
-transposed convolution (conv2d's input gradient, and PyTorch's conv_transpose2d) is the columns wᵀ g scattered back
-onto an input of (Ho − 1)·sh − top − bottom + dh·(kh − 1) + 1 + output_padding rows (col2im), and Wo alike; the
-weight gradient dw = Σ_b g[b] colsᵀ, a product per image (one product over the batch's B·Ho·Wo positions ran slower
-for 3 input channels). The columns are read from, and scattered onto, the image inside a border of zeros of the
-padding's width, so that no position is tested against the image's borders. The product is kept over a direct loop
-nest, which it outruns (benchmarks/MEASUREMENTS.md); its columns cost B·C·kh·kw·Ho·Wo elements of memory. A 1-D
-convolution is this one over height 1.
+position, each group's rows (G, C/G·kh·kw, B·Ho·Wo), the batch's positions side by side, so that one product per
+group serves the whole batch), through BLAS. The transposed convolution (conv2d's input gradient, and PyTorch's
+conv_transpose2d) is the columns wᵀ g scattered back onto an input of (Ho − 1)·sh − top − bottom + dh·(kh − 1) + 1 +
+output_padding rows (col2im), and Wo alike; the weight gradient dw = g colsᵀ, over the batch's B·Ho·Wo positions.
+The columns are read from, and scattered onto, the image inside a border of zeros of the padding's width, so that no
+position is tested against the image's borders. The product is kept over a direct loop nest, which it outruns
+(benchmarks/MEASUREMENTS.md); its columns cost B·C·kh·kw·Ho·Wo elements of memory. A 1-D convolution is this one
+over height 1.
 
 Pooling: along each axis, output i reads the window of ``kernel`` positions i·stride − before + t·dilation
 (t < kernel) that fall inside the input, padded with −inf (max) or zeros (average); with ``ceil_mode`` the last
@@ -38,10 +38,10 @@ from ops.shapes import output_size, transposed_size
 
 
 def conv2d(x, w, stride, padding, dilation, groups):
-    """y = w ⋆ x, (B, O, Ho, Wo): one product per group for the whole batch, its columns laid out batch inside."""
+    """y = w ⋆ x, (B, O, Ho, Wo)."""
     B, O = x.shape[0], w.shape[0]
-    cols, ho, wo = _columns(x, w.shape[2:], stride, padding, dilation, batch_inside=True)
-    y = matmul(np.ascontiguousarray(w).reshape(groups, O // groups, -1), _batch_inside(cols, groups))
+    cols, ho, wo = _columns(x, w.shape[2:], stride, padding, dilation, groups)
+    y = matmul(np.ascontiguousarray(w).reshape(groups, O // groups, -1), cols)
     return np.ascontiguousarray(y.reshape(O, B, ho, wo).transpose(1, 0, 2, 3))
 
 
@@ -52,8 +52,7 @@ def conv_transpose2d(g, w, stride, padding, output_padding, dilation, groups):
     _, cg, kh, kw = w.shape
     size = [transposed_size(n, k, stride[a], padding[2 * a], padding[2 * a + 1], dilation[a], output_padding[a])
             for a, (n, k) in enumerate(((ho, kh), (wo, kw)))]
-    g_rows = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(groups, O // groups, B * ho * wo)
-    dcols = matmul(np.ascontiguousarray(w).reshape(groups, O // groups, -1), g_rows, transpose_a=True)
+    dcols = matmul(np.ascontiguousarray(w).reshape(groups, O // groups, -1), _by_channel(g, groups), transpose_a=True)
     top, bottom, left, right = padding
     dx = np.zeros((B, groups * cg, size[0] + top + bottom, size[1] + left + right), dcols.dtype)
     _unfold(dx, dcols.reshape(groups * cg * kh * kw, B, ho * wo).transpose(1, 0, 2), kh, kw, *stride, *dilation, wo,
@@ -62,39 +61,27 @@ def conv_transpose2d(g, w, stride, padding, output_padding, dilation, groups):
 
 
 def conv2d_weight_grad(g, x, kernel, stride, padding, dilation, groups):
-    """dw (O, C/G, kh, kw) = Σ_b g[b] colsᵀ, from the output gradient g (B, O, Ho, Wo) and the input x."""
-    B, O, ho, wo = g.shape
-    cols, _, _ = _columns(x, kernel, stride, padding, dilation)
-    dw = matmul(np.ascontiguousarray(g).reshape(B, groups, O // groups, ho * wo), _grouped(cols, groups),
-                transpose_b=True).sum(axis=0)
-    return dw.reshape(O, x.shape[1] // groups, *kernel)
+    """dw (O, C/G, kh, kw) = g colsᵀ, from the output gradient g (B, O, Ho, Wo) and the input x."""
+    cols, _, _ = _columns(x, kernel, stride, padding, dilation, groups)
+    dw = matmul(_by_channel(g, groups), cols, transpose_b=True)
+    return dw.reshape(g.shape[1], x.shape[1] // groups, *kernel)
 
 
-def _grouped(cols, groups):
-    """The columns (B, C·kh·kw, L) as (B, G, C/G·kh·kw, L): each group's rows."""
-    B, rows, positions = cols.shape
-    return cols.reshape(B, groups, rows // groups, positions)
+def _by_channel(g, groups):
+    """g (B, O, Ho, Wo) as each group's channels, (G, O/G, B·Ho·Wo)."""
+    O = g.shape[1]
+    return np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(groups, O // groups, -1)
 
 
-def _batch_inside(cols, groups):
-    """The columns (B, C·kh·kw, L), laid out (C·kh·kw, B, L), as (G, C/G·kh·kw, B·L): each group's rows, one
-    product's for the whole batch."""
-    B, rows, positions = cols.shape
-    return cols.transpose(1, 0, 2).reshape(groups, rows // groups, B * positions)
-
-
-def _columns(x, kernel, stride, padding, dilation, batch_inside=False):
-    """im2col of x: (B, C·kh·kw, Ho·Wo), and Ho, Wo; ``batch_inside``: laid out (C·kh·kw, B, Ho·Wo) in memory."""
+def _columns(x, kernel, stride, padding, dilation, groups):
+    """im2col of x as each group's rows, (G, C/G·kh·kw, B·Ho·Wo); and Ho, Wo."""
     H, W = x.shape[2:]
     ho = output_size(H, kernel[0], stride[0], padding[0], padding[1], dilation[0])
     wo = output_size(W, kernel[1], stride[1], padding[2], padding[3], dilation[1])
     B, rows = x.shape[0], x.shape[1] * kernel[0] * kernel[1]
-    if batch_inside:
-        cols = np.empty((rows, B, ho * wo), x.dtype).transpose(1, 0, 2)
-    else:
-        cols = np.empty((B, rows, ho * wo), x.dtype)
-    _unfold(_padded(x, padding), cols, *kernel, *stride, *dilation, wo, False)
-    return cols, ho, wo
+    cols = np.empty((rows, B, ho * wo), x.dtype)
+    _unfold(_padded(x, padding), cols.transpose(1, 0, 2), *kernel, *stride, *dilation, wo, False)
+    return cols.reshape(groups, rows // groups, B * ho * wo), ho, wo
 
 
 def _padded(x, padding):
