@@ -42,7 +42,13 @@ _BLOCK = 512    # columns per thread in the N > 1 loops
 
 def sum(x, axes, keepdims):
     """Sum of x over `axes` (normalized, non-negative; () gives a copy); 0 over empty axes. Floats keep their
-    dtype; bool and integers are summed in int64."""
+    dtype; bool and integers are summed in int64. Axes in several runs (a convolution's bias gradient, over B, H
+    and W) are summed a run at a time, the last first, each in place: no copy moving them together."""
+    axes = sorted(axes)
+    last = _last_run(axes)
+    if last > 0:
+        out = sum(sum(x, axes[last:], False), axes[:last], False)
+        return out.reshape(_reduced_shape(np.shape(x), axes, keepdims))
     x3, shape = _as_reduction(x, axes, keepdims, in_place=True)
     if x3.dtype.kind != "f":
         x3 = np.ascontiguousarray(x3, np.int64)
@@ -107,8 +113,7 @@ def _as_reduction(x, axes, keepdims, in_place=False):
     x = np.asarray(x)
     axes = sorted(axes)
     kept = [i for i in range(x.ndim) if i not in axes]
-    shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape)) if keepdims \
-        else tuple(x.shape[i] for i in kept)
+    shape = _reduced_shape(x.shape, axes, keepdims)
     first = axes[0] if axes else x.ndim
     if axes != list(range(first, first + len(axes))):
         x = np.moveaxis(x, axes, range(len(kept), x.ndim))
@@ -121,6 +126,20 @@ def _as_reduction(x, axes, keepdims, in_place=False):
     if not x3.flags.c_contiguous and (builtins.min(x3.strides) < 0 or n > 1 and x3.strides[2] != x3.itemsize):
         x3 = np.ascontiguousarray(x3)
     return x3, shape
+
+
+def _last_run(axes):
+    """Where in the sorted ``axes`` their last run of consecutive axes starts (0: they are one run)."""
+    start = builtins.max(len(axes) - 1, 0)
+    while start > 0 and axes[start - 1] == axes[start] - 1:
+        start -= 1
+    return start
+
+
+def _reduced_shape(shape, axes, keepdims):
+    """The shape of a reduction of an array of ``shape`` over ``axes``."""
+    return tuple(1 if i in axes else n for i, n in enumerate(shape)) if keepdims \
+        else tuple(n for i, n in enumerate(shape) if i not in axes)
 
 
 def _span(x3):
