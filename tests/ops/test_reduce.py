@@ -10,7 +10,9 @@ CASES = [
     ((3, 4, 5), (2,)),          # trailing: rows
     ((3, 4, 5), (0,)),          # leading: columns
     ((3, 4, 5), (1,)),          # middle
-    ((3, 4, 5), (0, 2)),        # scattered: moved last
+    ((3, 4, 5), (0, 2)),        # scattered: moved last (a sum: a run at a time)
+    ((2, 3, 4, 5), (0, 2, 3)),  # a convolution's bias gradient
+    ((2, 3, 4, 5, 2), (0, 2, 4)),
     ((2, 3, 4, 5), (1, 2)),
     ((3, 4, 5), (0, 1, 2)),     # all: 0-d
     ((3, 4, 5), ()),            # none: a copy
