@@ -148,13 +148,18 @@ def adaptive_windows(size):
 def max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
     """The largest value of each window, (B, C, Ho, Wo)."""
     loops, rows, cols = _planned(x.shape, kernel, stride, padding, dilation, ceil_mode)
-    return loops.max_pool(np.ascontiguousarray(x), rows, cols)
+    return loops.max_pool(np.ascontiguousarray(x), rows, cols, _pooled(x, (len(rows), len(cols)), x.dtype))
 
 
 def max_pool2d_indices(x, kernel, stride, padding, dilation, ceil_mode):
     """Where each window's largest value lies: its flat index r·W + s in the H·W plane (int64), as PyTorch's."""
     loops, rows, cols = _planned(x.shape, kernel, stride, padding, dilation, ceil_mode)
-    return loops.argmax_pool(np.ascontiguousarray(x), rows, cols)
+    return loops.max_pool(np.ascontiguousarray(x), rows, cols, _pooled(x, (len(rows), len(cols)), np.int64))
+
+
+def _pooled(x, size, dtype):
+    """The empty output of pooling x (B, C, H, W) to ``size`` (Ho, Wo): its values (x's dtype) or positions."""
+    return np.empty(x.shape[:2] + tuple(size), dtype)
 
 
 def max_pool2d_grad(g, x, kernel, stride, padding, dilation, ceil_mode):
@@ -205,8 +210,8 @@ KERNELS = {
     "max_pool2d_grad": max_pool2d_grad,
     "avg_pool2d": avg_pool2d,
     "avg_pool2d_grad": lambda g, x, **attrs: avg_pool2d_grad(g, x.shape, **attrs),
-    "adaptive_max_pool2d": lambda x, size: pool_windows.max_pool(np.ascontiguousarray(x),
-                                                                 *spans(x.shape, adaptive_windows(size))),
+    "adaptive_max_pool2d": lambda x, size: pool_windows.max_pool(
+        np.ascontiguousarray(x), *spans(x.shape, adaptive_windows(size)), _pooled(x, size, x.dtype)),
     "adaptive_max_pool2d_grad": lambda g, x, size: pool_windows.max_pool_backward(
         np.ascontiguousarray(g), np.ascontiguousarray(x), *spans(x.shape, adaptive_windows(size))),
     "adaptive_avg_pool2d": lambda x, size: pool_windows.avg_pool(np.ascontiguousarray(x),

@@ -198,7 +198,10 @@ def test_pooling_loops_specialized_to_a_window_size_equal_the_general_ones(kerne
     special = pool_windows.specialized(*kernel)
     assert special.WINDOW == kernel and pool_windows.WINDOW == (0, 0)
     gy = g[..., :rows.shape[0], :cols.shape[0]].copy()
-    for name, arguments in [("max_pool", lambda: (x, rows, cols)), ("max_pool_backward", lambda: (gy, x, rows, cols)),
+    pooled = (*x.shape[:2], rows.shape[0], cols.shape[0])
+    for name, arguments in [("max_pool", lambda: (x, rows, cols, np.empty(pooled, x.dtype))),
+                            ("max_pool", lambda: (x, rows, cols, np.empty(pooled, np.int64))),
+                            ("max_pool_backward", lambda: (gy, x, rows, cols)),
                             ("avg_pool", lambda: (x, rows, cols, True, 0)),
                             ("avg_pool_backward", lambda: (gy, np.zeros_like(x), rows, cols, False, 0))]:
         results = [getattr(module, name).serial(*arguments()) for module in (special, pool_windows)]
