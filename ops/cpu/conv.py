@@ -55,8 +55,7 @@ def conv_transpose2d(g, w, stride, padding, output_padding, dilation, groups):
     dcols = matmul(np.ascontiguousarray(w).reshape(groups, O // groups, -1), _by_channel(g, groups), transpose_a=True)
     top, bottom, left, right = padding
     dx = np.zeros((B, groups * cg, size[0] + top + bottom, size[1] + left + right), dcols.dtype)
-    _unfold(dx, dcols.reshape(groups * cg * kh * kw, B, ho * wo).transpose(1, 0, 2), kh, kw, *stride, *dilation, wo,
-            True)
+    _unfold(dx, dcols.reshape(groups * cg * kh * kw, B, ho * wo), kh, kw, *stride, *dilation, wo, True)
     return np.ascontiguousarray(dx[:, :, top:top + size[0], left:left + size[1]]) if any(padding) else dx
 
 
@@ -80,7 +79,7 @@ def _columns(x, kernel, stride, padding, dilation, groups):
     wo = output_size(W, kernel[1], stride[1], padding[2], padding[3], dilation[1])
     B, rows = x.shape[0], x.shape[1] * kernel[0] * kernel[1]
     cols = np.empty((rows, B, ho * wo), x.dtype)
-    _unfold(_padded(x, padding), cols.transpose(1, 0, 2), *kernel, *stride, *dilation, wo, False)
+    _unfold(_padded(x, padding), cols, *kernel, *stride, *dilation, wo, False)
     return cols.reshape(groups, rows // groups, B * ho * wo), ho, wo
 
 
@@ -97,24 +96,39 @@ def _padded(x, padding):
 
 @parallel_kernel
 def _unfold(image, cols, kh, kw, sh, sw, dh, dw, wo, fold):
-    """im2col of an image already padded: cols[b, (c·kh + p)·kw + q, i·wo + j] = image[b, c, i·sh + p·dh, j·sw +
-    q·dw]; with ``fold``, its adjoint col2im: each column entry added back onto the image position it was read
-    from. Every position read or written lies inside the padded image, so the rows copy without a test each (0.7
-    against 1.0 ms testing each position against the unpadded image's borders, for 663 K entries)."""
+    """im2col of an image already padded: cols[(c·kh + p)·kw + q, b, i·wo + j] = image[b, c, i·sh + p·dh, j·sw +
+    q·dw], cols C-contiguous; with ``fold``, its adjoint col2im: each column entry added back onto the image position
+    it was read from. Every position read or written lies inside the padded image, so the rows copy without a test
+    each (0.7 against 1.0 ms testing each position against the unpadded image's borders, for 663 K entries); at
+    stride 1 a row of the output reads a run of adjacent pixels, a loop over contiguous slices that vectorizes (0.41
+    → 0.09 ms for (32, 3, 24, 24) and 3 × 3 taps; col2im 0.34 → 0.12)."""
     B, C = image.shape[:2]
     ho = cols.shape[2] // wo
     for bc in prange(B * C):
         b, c = bc // C, bc % C
         for p in range(kh):
             for q in range(kw):
-                row = cols[b, (c * kh + p) * kw + q]
+                row = cols[(c * kh + p) * kw + q, b]
                 for i in range(ho):
-                    line, at = image[b, c, i * sh + p * dh], i * wo
-                    for j in range(wo):
-                        if fold:
-                            line[j * sw + q * dw] += row[at + j]
-                        else:
-                            row[at + j] = line[j * sw + q * dw]
+                    line, taps = image[b, c, i * sh + p * dh], row[i * wo:(i + 1) * wo]
+                    if sw == 1:
+                        _copy_run(line[q * dw:q * dw + wo], taps, fold)
+                    else:
+                        for j in range(wo):
+                            if fold:
+                                line[j * sw + q * dw] += taps[j]
+                            else:
+                                taps[j] = line[j * sw + q * dw]
+
+
+@njit(cache=True, inline="always")
+def _copy_run(pixels, taps, fold):
+    """taps = pixels, or (``fold``) pixels += taps, for two contiguous runs of one length."""
+    for j in range(taps.shape[0]):
+        if fold:
+            pixels[j] += taps[j]
+        else:
+            taps[j] = pixels[j]
 
 
 @njit(cache=True)
