@@ -13,7 +13,9 @@ g the gradient of the scan's output (B, T, P), the gradient runs in three parts:
 2. a loop in the other direction (``reverse``) carries ∂carry: with a_t = g_t + [∂carry_t; 0], step t computes what
    ∂carry_{t−1} needs, reading the residuals instead of recomputing the forward, and emits the backward values that
    part 3 reads (a GRU's gate gradients); its constants are computed once, before it (but a transposed weight that
-   products read, which they read in place);
+   products read, which they read in place). Where g is zero but on the last step's carry columns (a classifier
+   reading the final state: the VJP of ``out[:, -1, :k]``), that row enters as the loop's first ∂carry and the loop
+   reads no g (``from_final``): g is neither made, (B, T, P) zeros, nor read at every step;
 3. everything else — ∂x_t, and ∂c whose sums over the steps are the weight gradients — once, for all B·T rows
    together: one large product per weight instead of T small ones, as cuDNN computes a GRU's weight gradients (the
    sums over t taken in another order than the unrolled graph's: equal up to rounding). A batched constant (B, …) is
@@ -27,6 +29,7 @@ often absorbing it) passes; any other is recomputed where it is needed.
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
@@ -88,6 +91,11 @@ class Gradient:
         self.wide = self._wide()
         self.reverse = self._reverse()
 
+    @functools.cached_property
+    def from_final(self) -> Body:
+        """The reverse loop's body for an output gradient that is zero but on the last step's carry columns."""
+        return self._reverse(reads_g=False)
+
     def constant(self, node: Node) -> bool:
         return node not in self.forward and node not in self.backward and node.op != "constant"
 
@@ -148,25 +156,31 @@ class Gradient:
             add_output(F.as_node(packed(values)), "out")
         return Body(graph, self.body.sequences, self.body.batched, base=self.body)
 
-    def _reverse(self) -> Body:
+    def _reverse(self, reads_g: bool = True) -> Body:
         """The reverse loop's body: carry ∂carry_t; sequences the wide row, g_t and the x_t it reads; constants
-        ``loop_constants``. Emits ∂carry_{t−1} then the ``frontier``."""
+        ``loop_constants``. Emits ∂carry_{t−1} then the ``frontier``. Unless it ``reads_g`` (g zero at every step it
+        runs: ``from_final``), a_t is [∂carry_t; 0], the zeros (rows, P − C) its last constant (a constant, as the
+        generated loops make no array of their own but a node's result)."""
         graph, body = Graph(), self.body
         with building(graph):
             later = add_node("input", (), {}, self.carry.shape, self.dtype, name="carry")
             row = add_node("input", (), {}, (ROWS, self.wide.width), self.dtype, name="x0")
-            g = add_node("input", (), {}, (ROWS, body.width), self.dtype, name="x1")
-            xs = [add_node("input", (), {}, self.xs[i].shape, self.xs[i].dtype, name=f"x{2 + k}")
+            g = add_node("input", (), {}, (ROWS, body.width), self.dtype, name="x1") if reads_g else None
+            xs = [add_node("input", (), {}, self.xs[i].shape, self.xs[i].dtype, name=f"x{1 + reads_g + k}")
                   for k, i in enumerate(self.loop_xs)]
             consts = [add_node("input", (), {}, c.shape, c.dtype, name=f"c{j}")
                       for j, c in enumerate(self.loop_constants)]
+            width = body.width - body.carry_size
+            zeros = [add_node("input", (), {}, (ROWS, width), self.dtype, name=f"c{len(consts)}")
+                     ] if not reads_g and width else []
             env = {**self.residuals(F.Tensor(row), ROWS, self.loop_reads),
                    **dict(zip(self.loop_constants, map(F.Tensor, consts))),
                    **{self.xs[i]: F.Tensor(x) for i, x in zip(self.loop_xs, xs)}}
             if self.a in self.loop_reads:
-                env[self.a] = with_carry(F.Tensor(g), F.Tensor(later))
+                env[self.a] = with_carry(F.Tensor(g), F.Tensor(later)) if reads_g else \
+                    F.concat([F.Tensor(later), *map(F.Tensor, zeros)], axis=1)
             add_output(F.as_node(packed(replay([self.grads[0], *self.frontier], env))), "out")
-        return Body(graph, 2 + len(xs), [c.shape[:1] == (ROWS,) for c in self.loop_constants])
+        return Body(graph, 1 + reads_g + len(xs), [c.shape[:1] == (ROWS,) for c in [*self.loop_constants, *zeros]])
 
     def residuals(self, row, rows, read: set) -> dict:
         """The stored values in ``read``, from the wide rows ``row`` (rows, width) of a batch of ``rows``."""
@@ -180,9 +194,18 @@ class Gradient:
         wide = F.emit("scan", init, *inputs, body=self.wide, reverse=reverse)
         outer = dict(zip(self.consts, consts))
         loop_constants = replay(self.loop_constants, dict(outer), rows=batch)
-        sent = F.emit("scan", F.zeros_like(init), wide, g, *(seqs[i] for i in self.loop_xs), *loop_constants,
-                      body=self.reverse, reverse=not reverse)
         size = body.carry_size
+        final = final_carry_gradient(g, size, reverse)
+        if final is None:
+            first = F.zeros_like(init)
+            sent = F.emit("scan", first, wide, g, *(seqs[i] for i in self.loop_xs), *loop_constants,
+                          body=self.reverse, reverse=not reverse)
+        else:
+            value, columns = final
+            first = F.emit("scatter_slice", F.Tensor(value), shape=F.as_node(init).shape, index=(slice(None), columns))
+            past_carry = [F.zeros((batch, body.width - size), dtype=self.dtype)] if body.width > size else []
+            sent = F.emit("scan", first, wide, *(seqs[i] for i in self.loop_xs), *loop_constants, *past_carry,
+                          body=self.from_final, reverse=not reverse)
         d_init = F.index(sent, (slice(None), -1 if reverse else 0, slice(0, size)))
         flat_wide, flat_sent = flat(wide), flat(sent)
         rows = F.as_node(flat_wide).shape[0]
@@ -193,10 +216,15 @@ class Gradient:
             if node in self.after.reads:
                 env[node] = flat(repeated(c, length)) if batched else c
         if self.a in self.after.reads:
-            zero = F.expand_dims(F.zeros_like(init), 1)
+            last = F.expand_dims(first, 1)
             carries = F.index(sent, (slice(None), slice(None), slice(0, size)))
-            later = F.concat([zero, carries[:, :-1]] if reverse else [carries[:, 1:], zero], axis=1)   # ∂carry_t
-            env[self.a] = flat(with_carry(g, later))
+            later = F.concat([last, carries[:, :-1]] if reverse else [carries[:, 1:], last], axis=1)   # ∂carry_t
+            if final is None:
+                env[self.a] = flat(with_carry(g, later))
+            else:
+                width = body.width - size
+                past_carry = [F.zeros((batch, length, width), dtype=self.dtype)] if width else []
+                env[self.a] = flat(F.concat([later, *past_carry], axis=-1))
         wanted = [(i, d) for i, d in enumerate(self.grads[1:]) if d is not None]
         values = dict(zip((i for i, _ in wanted), replay([d for _, d in wanted], env, rows=rows)))
         grads = []
@@ -207,6 +235,47 @@ class Gradient:
                 d = d if i < body.sequences else F.sum(d, axis=1)
             grads.append(d)
         return (d_init, *grads)
+
+
+def final_carry_gradient(g, carry_size: int, reverse: bool):
+    """(v, columns) where the output's gradient g (B, T, P) is zeros but for v (B, k) in ``columns``, a slice of the
+    first C of the loop's last step (T − 1, or 0 when the loop runs in ``reverse``): the VJP of ``out[:, -1, :k]``,
+    indexed in one go or in several (``out[:, -1][:, :k]``, ``out[:, :, :k][:, -1]``). Else None."""
+    node = F.as_node(g)
+    length = node.shape[1]
+    region = [(0, n) for n in node.shape]       # where the value scattered lies in g, per axis of g: [start, stop)
+    axes = [0, 1, 2]                            # the axes of g that the value's axes stand for
+    while node.op == "scatter_slice":
+        index = tuple(node.attrs["index"])
+        if len(index) > len(axes):
+            return None
+        kept = []
+        for axis, item in zip(axes, index + (slice(None),) * (len(axes) - len(index))):
+            start, stop = region[axis]
+            known = isinstance(start, int) and isinstance(stop, int)
+            if item == slice(None):
+                kept.append(axis)
+            elif isinstance(item, slice) and known and item.step in (None, 1):
+                first, end, _ = item.indices(stop - start)
+                region[axis] = (start + first, start + max(first, end))
+                kept.append(axis)
+            elif isinstance(item, bool) or not isinstance(item, int):
+                return None
+            elif item == -1 and region[axis] == (0, length) and not known:
+                region[axis] = ("last",) * 2
+            elif known and -(stop - start) <= item < stop - start:
+                region[axis] = (start + item % (stop - start),) * 2
+            elif isinstance(start, int) and item >= 0:
+                region[axis] = (start + item,) * 2
+            else:
+                return None
+        axes, node = kept, node.inputs[0]
+    rows, (step, _), (start, stop) = region
+    last = 0 if reverse else length - 1 if isinstance(length, int) else "last"
+    if axes != [0, 2] or rows != (0, F.as_node(g).shape[0]) or step != last or not isinstance(stop, int) \
+            or not 0 <= start < stop <= carry_size:
+        return None
+    return node, slice(start, stop)
 
 
 def mixed_rows(graph: Graph, per_row: set) -> set:

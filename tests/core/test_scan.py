@@ -390,6 +390,86 @@ def test_the_gradient_runs_the_forward_once_and_reads_its_residuals(rng):
     assert not any(n.op == "transpose" and n in scans[1].inputs for n in executable.graph.nodes)   # Wᵀ read in place
     np.testing.assert_array_equal(executable(**inputs)[0], traced.compile()(**inputs))
 
+def squashed(part):
+    return ag.sum(ag.tanh(part) * ag.sin(part))
+
+
+def gradient_loops(objective, *arrays):
+    """The objective's gradients (of the arrays and the parameters) on ``arrays``, the sequences the reverse loop
+    reads (the scan reading the forward loop extended with its residuals) and the gradient's nodes."""
+    names = [f"a{i}" for i in range(len(arrays))]
+    traced = ag.trace(lambda **xs: objective(*xs.values()), **dict(zip(names, arrays)))
+    step = traced.grad(wrt=[*names, *traced.parameters]).compile()
+    backward, = (n for n in step.graph.nodes if n.op == "scan" and n.inputs[1].op == "scan")
+    sequences = backward.inputs[1:1 + backward.attrs["body"].sequences]
+    return step(**dict(zip(names, arrays))), sequences, step.graph.nodes
+
+
+FINAL_ONLY = {    # name: (f(float64 arrays) -> what a loss reads of the loop: its final state or a part of it)
+    "gru": lambda h, x: ag.scan(gru_step(GRADIENT_GRU), h, x)[0],
+    "gru reversed": lambda h, x: ag.scan(gru_step(GRADIENT_GRU), h, x, reverse=True)[0],
+    "gru, its last output": lambda h, x: ag.scan(gru_step(GRADIENT_GRU), h, x)[1][:, -1],
+    "lstm, its h alone": lambda h, x: ag.scan(lstm_step, (h, h * 0.5), x)[0][0],
+    "lstm, its c alone": lambda h, x: ag.scan(lstm_step, (h, h * 0.5), x)[0][1],
+}
+
+
+@pytest.mark.parametrize("case", FINAL_ONLY)
+def test_a_gradient_reaching_the_final_state_alone_enters_the_reverse_loop_as_its_carry(case, monkeypatch):
+    """A loss of the final state alone (a classifier's): its gradient, zero at every step but the last one's carry
+    columns, is the reverse loop's first carry, so no (B, T, P) gradient is made or read at every step; the gradients
+    match central differences and equal, bit for bit, those of the loop that reads that gradient at every step."""
+    from attngraph.core import scan_gradient
+    rng = np.random.default_rng(10)
+    h, x = rng.standard_normal((B, H)), rng.standard_normal((B, 3, IN))
+    objective = lambda h, x: squashed(FINAL_ONLY[case](h, x))
+    gradcheck(objective, h, x).raise_if_failed()
+    from_final, sequences, nodes = gradient_loops(objective, h, x)
+    assert sequences[0].op == "scan" and not any(n.op == "scatter_slice" for n in sequences)     # residuals, no g
+    assert not any(n.op == "scatter_slice" and len(n.shape) == 3 for n in nodes)
+    monkeypatch.setattr(scan_gradient, "final_carry_gradient", lambda g, size, reverse: None)
+    every_step, sequences, _ = gradient_loops(objective, h, x)
+    assert sequences[1].op == "scatter_slice"
+    for a, b in zip(from_final, every_step):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_final_state_of_a_loop_of_symbolic_length_starts_the_reverse_loop_too():
+    """Traced for any batch and length (``out[:, -1]`` of a symbolic T), the gradient of the final state enters the
+    reverse loop as its carry, and equals that of the graph traced on each length's arrays."""
+    objective = lambda h, x: squashed(ag.scan(gru_step(GRADIENT_GRU), h, x)[0])
+    graph = ag.trace(objective, h=ag.Input(("B", H), "float64"), x=ag.Input(("B", "T", IN), "float64"))
+    step = graph.grad(wrt=["h", "x"]).compile()
+    backward, = (n for n in step.graph.nodes if n.op == "scan" and n.inputs[1].op == "scan")
+    assert backward.attrs["body"].sequences == 1
+    rng = np.random.default_rng(12)
+    for batch, length in [(2, 2), (3, 5)]:
+        h, x = rng.standard_normal((batch, H)), rng.standard_normal((batch, length, IN))
+        expected, _, _ = gradient_loops(objective, h, x)
+        for a, b in zip(step(h=h, x=x), expected):
+            np.testing.assert_array_equal(a, b)
+
+
+ELSEWHERE = {    # name: (f(float64 arrays) -> a part of the loop's outputs that is not the final carry, x's width)
+    "an earlier step": (lambda h, x: ag.scan(gru_step(GRADIENT_GRU), h, x)[1][:, 1], IN),
+    "the last step of a reversed loop": (lambda h, x: ag.scan(gru_step(GRADIENT_GRU), h, x, reverse=True)[1][:, -1],
+                                         IN),
+    "the columns past the carry": (lambda h, x: ag.scan(lambda c, xt: (ag.tanh(c * xt + xt), c * c), h, x)[1][:, -1],
+                                   H),
+}
+
+
+@pytest.mark.parametrize("case", ELSEWHERE)
+def test_a_gradient_reaching_other_steps_or_columns_is_read_at_every_step(case):
+    part, width = ELSEWHERE[case]
+    rng = np.random.default_rng(11)
+    h, x = rng.standard_normal((B, H)), rng.standard_normal((B, 3, width))
+    objective = lambda h, x: squashed(part(h, x))
+    gradcheck(objective, h, x).raise_if_failed()
+    _, sequences, _ = gradient_loops(objective, h, x)
+    assert sequences[1].op == "scatter_slice"       # g, read at every step
+
+
 def test_the_gate_gradients_pass_as_one_slice_that_no_concatenation_copies(rng, monkeypatch):
     """A GRU over a projected input: the reverse loop emits the gradients of the projection's three gate slices side by
     side, in the slices' order, so that the weight gradients read them as one slice of its output; the gradients are
