@@ -633,19 +633,24 @@ def test_debug_mode_names_the_body_node_and_the_time_step_of_an_inf_in_the_backw
 
 
 class TinyGRU(ag.nn.Module):
-    def __init__(self):
+    """A loss of a GRU's final state and of its outputs at every step, or (``final_only``: the reverse loop starting
+    from the final state's gradient) of the final state alone."""
+
+    def __init__(self, final_only=False):
         super().__init__()
-        self.cell = GRUCell(3, 4, np.random.default_rng(10))
+        self.cell, self.final_only = GRUCell(3, 4, np.random.default_rng(10)), final_only
 
     def forward(self, h, x):
         final, ys = ag.scan(gru_step(self.cell), h, x)
-        return ag.sum(final * final) + ag.sum(ag.tanh(ys) * ag.arange(3, dtype=np.float32).reshape(1, 3, 1))
+        return ag.sum(final * final) + (0.0 if self.final_only else
+                                        ag.sum(ag.tanh(ys) * ag.arange(3, dtype=np.float32).reshape(1, 3, 1)))
 
 
-def test_a_gru_scan_and_its_gradient_on_every_device_are_the_cpus(device):
+@pytest.mark.parametrize("final_only", [False, True])
+def test_a_gru_scan_and_its_gradient_on_every_device_are_the_cpus(device, final_only):
     rng = np.random.default_rng(11)
     h, x = rng.standard_normal((2, 4)).astype(np.float32), rng.standard_normal((2, 3, 3)).astype(np.float32)
-    model = TinyGRU()
+    model = TinyGRU(final_only)
     graph = ag.trace(model, h=h, x=x)
     graph = graph.grad(wrt=["h", "x", *graph.parameters])
     expected = graph.compile("cpu")(h=h, x=x)
