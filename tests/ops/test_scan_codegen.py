@@ -72,6 +72,23 @@ def test_attention_steps_generated_equal_stepped(score, monkeypatch):
     assert all(np.abs(g).max() > 0 for g in generated[1:])
 
 
+def test_the_output_row_is_written_from_its_pieces_and_theirs(monkeypatch):
+    """The forward loop of a gradient emits its row and then its residuals: the row's own concatenation, read by
+    nothing else, is not made and then copied into the output; each of its pieces is written into its columns."""
+    import re
+    sources, source = [], recurrence._source
+    monkeypatch.setattr(recurrence, "_source", lambda graph: sources.append(source(graph)) or sources[-1])
+    generated, stepped, _ = generated_and_stepped(attention_loss("additive"), monkeypatch)
+    for a, b in zip(generated, stepped):
+        np.testing.assert_array_equal(a, b)
+    widest = max((text for text, _, _ in sources), key=lambda text: text.count("put(out"))
+    written = set(re.findall(r"put\(out, t, [^,]+, (v\d+)\)", widest))
+    made = set(re.findall(r"put\((v\d+)\.reshape", widest))        # concatenations made in a row of their own
+    read = {name for line in widest.splitlines() if "put(" not in line and "np.empty" not in line
+            for name in re.findall(r"v\d+", line)}
+    assert len(written) > 3 and written & made <= read      # made to be read by the step, not to be copied to out
+
+
 def test_a_symbolic_size_named_like_the_loops_own_variables():
     """A memory of symbolic length ``t`` (the generated loop's time index is ``t`` too) is read at its length."""
     rng = np.random.default_rng(5)
