@@ -265,7 +265,7 @@ def final_carry_gradient(g, carry_size: int, reverse: bool):
                 region[axis] = ("last",) * 2
             elif known and -(stop - start) <= item < stop - start:
                 region[axis] = (start + item % (stop - start),) * 2
-            elif isinstance(start, int) and item >= 0:
+            elif not known and isinstance(start, int) and item >= 0:      # on an axis of symbolic length
                 region[axis] = (start + item,) * 2
             else:
                 return None
