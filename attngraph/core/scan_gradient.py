@@ -182,6 +182,11 @@ class Gradient:
             add_output(F.as_node(packed(replay([self.grads[0], *self.frontier], env))), "out")
         return Body(graph, 1 + reads_g + len(xs), [c.shape[:1] == (ROWS,) for c in [*self.loop_constants, *zeros]])
 
+    def past_carry(self, *lead) -> list:
+        """[zeros (*lead, P − C)], the output gradient's columns past the carry where g is zero, or [] when P = C."""
+        width = self.body.width - self.body.carry_size
+        return [F.zeros((*lead, width), dtype=self.dtype)] if width else []
+
     def residuals(self, row, rows, read: set) -> dict:
         """The stored values in ``read``, from the wide rows ``row`` (rows, width) of a batch of ``rows``."""
         return unpacked(row, self.stored, self.body.width, rows, read)
@@ -203,9 +208,8 @@ class Gradient:
         else:
             value, columns = final
             first = F.emit("scatter_slice", F.Tensor(value), shape=F.as_node(init).shape, index=(slice(None), columns))
-            past_carry = [F.zeros((batch, body.width - size), dtype=self.dtype)] if body.width > size else []
-            sent = F.emit("scan", first, wide, *(seqs[i] for i in self.loop_xs), *loop_constants, *past_carry,
-                          body=self.from_final, reverse=not reverse)
+            sent = F.emit("scan", first, wide, *(seqs[i] for i in self.loop_xs), *loop_constants,
+                          *self.past_carry(batch), body=self.from_final, reverse=not reverse)
         d_init = F.index(sent, (slice(None), -1 if reverse else 0, slice(0, size)))
         flat_wide, flat_sent = flat(wide), flat(sent)
         rows = F.as_node(flat_wide).shape[0]
@@ -222,9 +226,7 @@ class Gradient:
             if final is None:
                 env[self.a] = flat(with_carry(g, later))
             else:
-                width = body.width - size
-                past_carry = [F.zeros((batch, length, width), dtype=self.dtype)] if width else []
-                env[self.a] = flat(F.concat([later, *past_carry], axis=-1))
+                env[self.a] = flat(F.concat([later, *self.past_carry(batch, length)], axis=-1))
         wanted = [(i, d) for i, d in enumerate(self.grads[1:]) if d is not None]
         values = dict(zip((i for i, _ in wanted), replay([d for _, d in wanted], env, rows=rows)))
         grads = []
