@@ -17,7 +17,9 @@ def node_by_node(step, **inputs):
 
 
 def fast_plan(step):
-    [(_, fast)] = step._plans.values()
+    """The steps ``step``'s fast loop runs (its shapes are all known: no bindings). Made again rather than read from
+    the plan cache, which is emptied once the helpers compiling kernels ahead (a cold cache) have finished."""
+    _, fast = step._plan({})
     return fast
 
 
