@@ -13,9 +13,11 @@ g the gradient of the scan's output (B, T, P), the gradient runs in three parts:
 2. a loop in the other direction (``reverse``) carries ∂carry: with a_t = g_t + [∂carry_t; 0], step t computes what
    ∂carry_{t−1} needs, reading the residuals instead of recomputing the forward, and emits the backward values that
    part 3 reads (a GRU's gate gradients); its constants are computed once, before it (but a transposed weight that
-   products read, which they read in place). Where g is zero but on the last step's carry columns (a classifier
-   reading the final state: the VJP of ``out[:, -1, :k]``), that row enters as the loop's first ∂carry and the loop
-   reads no g (``from_final``): g is neither made, (B, T, P) zeros, nor read at every step;
+   products read, which they read in place). g is rarely dense: autodiff makes it a sum of pieces scattered into
+   zeros, the gradient of what the model read of the output (``out[:, :, C:]``, a state's half; ``out[:, -1, :C]``,
+   the final state a classifier or a bridge reads). Such a g is read as its pieces (``output_pieces``): each piece
+   read at every step is a sequence of the loop, the final state's gradient enters as its first ∂carry, zeros fill
+   the rest of a_t; g itself, (B, T, P), is neither made nor read;
 3. everything else — ∂x_t, and ∂c whose sums over the steps are the weight gradients — once, for all B·T rows
    together: one large product per weight instead of T small ones, as cuDNN computes a GRU's weight gradients (the
    sums over t taken in another order than the unrolled graph's: equal up to rounding). A batched constant (B, …) is
@@ -29,7 +31,6 @@ often absorbing it) passes; any other is recomputed where it is needed.
 """
 from __future__ import annotations
 
-import functools
 from typing import Callable
 
 import numpy as np
@@ -89,12 +90,7 @@ class Gradient:
         self.loop_constants = [n for n in graph.nodes if n in in_loop.reads and self.constant(n)]
         self.loop_xs = [i for i, x in enumerate(self.xs) if x in in_loop.reads]
         self.wide = self._wide()
-        self.reverse = self._reverse()
-
-    @functools.cached_property
-    def from_final(self) -> Body:
-        """The reverse loop's body for an output gradient that is zero but on the last step's carry columns."""
-        return self._reverse(reads_g=False)
+        self._reverse_bodies: dict[tuple, Body] = {}
 
     def constant(self, node: Node) -> bool:
         return node not in self.forward and node not in self.backward and node.op != "constant"
@@ -156,36 +152,39 @@ class Gradient:
             add_output(F.as_node(packed(values)), "out")
         return Body(graph, self.body.sequences, self.body.batched, base=self.body)
 
-    def _reverse(self, reads_g: bool = True) -> Body:
-        """The reverse loop's body: carry ∂carry_t; sequences the wide row, g_t and the x_t it reads; constants
-        ``loop_constants``. Emits ∂carry_{t−1} then the ``frontier``. Unless it ``reads_g`` (g zero at every step it
-        runs: ``from_final``), a_t is [∂carry_t; 0], the zeros (rows, P − C) its last constant (a constant, as the
-        generated loops make no array of their own but a node's result)."""
+    def reverse_body(self, columns: tuple[slice, ...]) -> Body:
+        """The reverse loop's body for an output gradient read as pieces on ``columns`` (``output_pieces``): carry
+        ∂carry_t; sequences the wide row, the pieces and the x_t it reads; constants ``loop_constants`` and, where
+        a_t has columns no piece covers past the carry, zeros (rows, Z) for them (a constant, as the generated loops
+        make no array of their own but a node's result). Emits ∂carry_{t−1} then the ``frontier``. Made once for
+        each layout of pieces."""
+        key = tuple((c.start, c.stop) for c in columns)
+        if key not in self._reverse_bodies:
+            self._reverse_bodies[key] = self._reverse(columns)
+        return self._reverse_bodies[key]
+
+    def _reverse(self, columns: tuple[slice, ...]) -> Body:
         graph, body = Graph(), self.body
         with building(graph):
             later = add_node("input", (), {}, self.carry.shape, self.dtype, name="carry")
             row = add_node("input", (), {}, (ROWS, self.wide.width), self.dtype, name="x0")
-            g = add_node("input", (), {}, (ROWS, body.width), self.dtype, name="x1") if reads_g else None
-            xs = [add_node("input", (), {}, self.xs[i].shape, self.xs[i].dtype, name=f"x{1 + reads_g + k}")
+            pieces = [add_node("input", (), {}, (ROWS, c.stop - c.start), self.dtype, name=f"x{1 + k}")
+                      for k, c in enumerate(columns)]
+            xs = [add_node("input", (), {}, self.xs[i].shape, self.xs[i].dtype, name=f"x{1 + len(pieces) + k}")
                   for k, i in enumerate(self.loop_xs)]
             consts = [add_node("input", (), {}, c.shape, c.dtype, name=f"c{j}")
                       for j, c in enumerate(self.loop_constants)]
-            width = body.width - body.carry_size
-            zeros = [add_node("input", (), {}, (ROWS, width), self.dtype, name=f"c{len(consts)}")
-                     ] if not reads_g and width else []
+            width = zeros_width(columns, body.carry_size, body.width)
+            zeros = [add_node("input", (), {}, (ROWS, width), self.dtype, name=f"c{len(consts)}")] if width else []
             env = {**self.residuals(F.Tensor(row), ROWS, self.loop_reads),
                    **dict(zip(self.loop_constants, map(F.Tensor, consts))),
                    **{self.xs[i]: F.Tensor(x) for i, x in zip(self.loop_xs, xs)}}
             if self.a in self.loop_reads:
-                env[self.a] = with_carry(F.Tensor(g), F.Tensor(later)) if reads_g else \
-                    F.concat([F.Tensor(later), *map(F.Tensor, zeros)], axis=1)
+                env[self.a] = assembled(F.Tensor(later), list(map(F.Tensor, pieces)), columns, body.width,
+                                        lambda k: F.index(F.Tensor(zeros[0]), (slice(None), slice(0, k))))
             add_output(F.as_node(packed(replay([self.grads[0], *self.frontier], env))), "out")
-        return Body(graph, 1 + reads_g + len(xs), [c.shape[:1] == (ROWS,) for c in [*self.loop_constants, *zeros]])
-
-    def past_carry(self, *lead) -> list:
-        """[zeros (*lead, P − C)], the output gradient's columns past the carry where g is zero, or [] when P = C."""
-        width = self.body.width - self.body.carry_size
-        return [F.zeros((*lead, width), dtype=self.dtype)] if width else []
+        return Body(graph, 1 + len(pieces) + len(xs),
+                    [c.shape[:1] == (ROWS,) for c in [*self.loop_constants, *zeros]])
 
     def residuals(self, row, rows, read: set) -> dict:
         """The stored values in ``read``, from the wide rows ``row`` (rows, width) of a batch of ``rows``."""
@@ -200,16 +199,15 @@ class Gradient:
         outer = dict(zip(self.consts, consts))
         loop_constants = replay(self.loop_constants, dict(outer), rows=batch)
         size = body.carry_size
-        final = final_carry_gradient(g, size, reverse)
-        if final is None:
-            first = F.zeros_like(init)
-            sent = F.emit("scan", first, wide, g, *(seqs[i] for i in self.loop_xs), *loop_constants,
-                          body=self.reverse, reverse=not reverse)
-        else:
-            value, columns = final
-            first = F.emit("scatter_slice", F.Tensor(value), shape=F.as_node(init).shape, index=(slice(None), columns))
-            sent = F.emit("scan", first, wide, *(seqs[i] for i in self.loop_xs), *loop_constants,
-                          *self.past_carry(batch), body=self.from_final, reverse=not reverse)
+        finals, pieces = output_pieces(g, size, reverse)
+        columns = tuple(c for _, c in pieces)
+        at_last = [F.emit("scatter_slice", value, shape=F.as_node(init).shape, index=(slice(None), c))
+                   for value, c in finals]
+        first = sum(at_last[1:], at_last[0]) if at_last else F.zeros_like(init)      # ∂carry of the last step
+        width = zeros_width(columns, size, body.width)
+        zeros = [F.zeros((batch, width), dtype=self.dtype)] if width else []
+        sent = F.emit("scan", first, wide, *(v for v, _ in pieces), *(seqs[i] for i in self.loop_xs),
+                      *loop_constants, *zeros, body=self.reverse_body(columns), reverse=not reverse)
         d_init = F.index(sent, (slice(None), -1 if reverse else 0, slice(0, size)))
         flat_wide, flat_sent = flat(wide), flat(sent)
         rows = F.as_node(flat_wide).shape[0]
@@ -223,10 +221,8 @@ class Gradient:
             last = F.expand_dims(first, 1)
             carries = F.index(sent, (slice(None), slice(None), slice(0, size)))
             later = F.concat([last, carries[:, :-1]] if reverse else [carries[:, 1:], last], axis=1)   # ∂carry_t
-            if final is None:
-                env[self.a] = flat(with_carry(g, later))
-            else:
-                env[self.a] = flat(F.concat([later, *self.past_carry(batch, length)], axis=-1))
+            env[self.a] = flat(assembled(later, [v for v, _ in pieces], columns, body.width,
+                                         lambda k: F.zeros((batch, length, k), dtype=self.dtype)))
         wanted = [(i, d) for i, d in enumerate(self.grads[1:]) if d is not None]
         values = dict(zip((i for i, _ in wanted), replay([d for _, d in wanted], env, rows=rows)))
         grads = []
@@ -239,14 +235,47 @@ class Gradient:
         return (d_init, *grads)
 
 
-def final_carry_gradient(g, carry_size: int, reverse: bool):
-    """(v, columns) where the output's gradient g (B, T, P) is zeros but for v (B, k) in ``columns``, a slice of the
-    first C of the loop's last step (T − 1, or 0 when the loop runs in ``reverse``): the VJP of ``out[:, -1, :k]``,
-    indexed in one go or in several (``out[:, -1][:, :k]``, ``out[:, :, :k][:, -1]``). Else None."""
+def output_pieces(g, carry_size: int, reverse: bool) -> tuple[list, list]:
+    """The gradient g (B, T, P) of a scan's output as (finals, pieces) where g is a sum of values scattered into
+    zeros: ``finals`` the (v (B, k), columns) of the last step (T − 1, or 0 when the loop runs in ``reverse``) within
+    its carry, the VJP of ``out[:, -1, :k]`` (indexed in one go or in several); ``pieces`` the (v (B, T, w), columns)
+    of every step, ``out[:, :, i:j]``'s, in the order of their columns, which none shares. Else ([], [(g, all P)]):
+    g read whole (``read_whole``)."""
     node = F.as_node(g)
-    length = node.shape[1]
-    region = [(0, n) for n in node.shape]       # where the value scattered lies in g, per axis of g: [start, stop)
+    finals, pieces = [], []
+    for term in summands(node):
+        placed = scattered(term, node.shape, carry_size, reverse)
+        if placed is None:
+            return read_whole(g)
+        kind, value, columns = placed
+        (finals if kind == "final" else pieces).append((F.Tensor(value), columns))
+    pieces.sort(key=lambda piece: piece[1].start)
+    if any(a.stop > b.start for (_, a), (_, b) in zip(pieces, pieces[1:])):
+        return read_whole(g)
+    return finals, pieces
+
+
+def read_whole(g) -> tuple[list, list]:
+    """g (B, T, P) as one piece on all its columns, and no final."""
+    node = F.as_node(g)
+    return [], [(F.Tensor(node), slice(0, node.shape[2]))]
+
+
+def summands(node: Node) -> list[Node]:
+    """The terms of ``node`` as a sum (of adds of its shape), or [node]."""
+    if node.op == "add" and all(x.shape == node.shape for x in node.inputs):
+        return [term for x in node.inputs for term in summands(x)]
+    return [node]
+
+
+def scattered(node: Node, shape: tuple, carry_size: int, reverse: bool):
+    """("final" or "steps", v, columns) where ``node`` of ``shape`` (B, T, P) is zeros but for v scattered into the
+    last step's carry columns, or into columns of every step; else None."""
+    length = shape[1]
+    region = [(0, n) for n in shape]            # where the value scattered lies, per axis of g: [start, stop)
     axes = [0, 1, 2]                            # the axes of g that the value's axes stand for
+    if node.op != "scatter_slice":
+        return None
     while node.op == "scatter_slice":
         index = tuple(node.attrs["index"])
         if len(index) > len(axes):
@@ -272,12 +301,47 @@ def final_carry_gradient(g, carry_size: int, reverse: bool):
             else:
                 return None
         axes, node = kept, node.inputs[0]
-    rows, (step, _), (start, stop) = region
-    last = 0 if reverse else length - 1 if isinstance(length, int) else "last"
-    if axes != [0, 2] or rows != (0, F.as_node(g).shape[0]) or step != last or not isinstance(stop, int) \
-            or not 0 <= start < stop <= carry_size:
+    rows, steps, (start, stop) = region
+    if rows != (0, shape[0]) or not isinstance(stop, int) or not 0 <= start < stop:
         return None
-    return node, slice(start, stop)
+    if axes == [0, 1, 2] and steps == (0, length):
+        return "steps", node, slice(start, stop)
+    last = 0 if reverse else length - 1 if isinstance(length, int) else "last"
+    if axes == [0, 2] and steps[0] == last and stop <= carry_size:
+        return "final", node, slice(start, stop)
+    return None
+
+
+def segments(columns: tuple[slice, ...], carry_size: int, width: int) -> list[tuple[int, int, int | None]]:
+    """The columns [0, width) of a_t cut where the carry or a piece on ``columns`` starts or ends: (lo, hi, the
+    piece's number or None)."""
+    cuts = sorted({0, carry_size, width, *(c.start for c in columns), *(c.stop for c in columns)})
+    return [(lo, hi, next((k for k, c in enumerate(columns) if c.start <= lo and hi <= c.stop), None))
+            for lo, hi in zip(cuts, cuts[1:])]
+
+
+def zeros_width(columns: tuple[slice, ...], carry_size: int, width: int) -> int:
+    """The widest run of a_t's columns past the carry that no piece covers (0: none)."""
+    return max([hi - lo for lo, hi, k in segments(columns, carry_size, width) if k is None and lo >= carry_size],
+               default=0)
+
+
+def assembled(later, pieces: list, columns: tuple[slice, ...], width: int, zeros: Callable):
+    """a_t (…, P): ∂carry_t (``later``, …, C) on the first C columns plus each piece on its ``columns``, and
+    ``zeros(k)`` (…, k) on a run of k columns that neither covers."""
+    size = F.as_node(later).shape[-1]
+    parts = []
+    for lo, hi, k in segments(columns, size, width):
+        terms = [columns_of(later, lo, hi)] if hi <= size else []
+        if k is not None:
+            terms.append(columns_of(pieces[k], lo - columns[k].start, hi - columns[k].start))
+        parts.append(terms[0] + terms[1] if len(terms) == 2 else terms[0] if terms else zeros(hi - lo))
+    return parts[0] if len(parts) == 1 else F.concat(parts, axis=-1)
+
+
+def columns_of(x, lo: int, hi: int):
+    """x's columns [lo, hi) (x itself when they are all of them)."""
+    return x if (lo, hi) == (0, F.as_node(x).shape[-1]) else F.index(x, (Ellipsis, slice(lo, hi)))
 
 
 def mixed_rows(graph: Graph, per_row: set) -> set:
@@ -358,13 +422,6 @@ def unpacked(row, nodes: list[Node], start: int, rows, read: set) -> dict:
                                      rows_as(node.shape, rows))
         start += size
     return values
-
-
-def with_carry(g, carry):
-    """g (…, P) with ``carry`` (…, C) added to its first C columns."""
-    width, size = F.as_node(g).shape[-1], F.as_node(carry).shape[-1]
-    first = F.index(g, (Ellipsis, slice(0, size))) + carry
-    return first if width == size else F.concat([first, F.index(g, (Ellipsis, slice(size, width)))], axis=-1)
 
 
 def flat(x):

@@ -408,32 +408,61 @@ def gradient_loops(objective, *arrays):
     return step(**dict(zip(names, arrays))), sequences, step.graph.nodes
 
 
-FINAL_ONLY = {    # name: (f(float64 arrays) -> what a loss reads of the loop: its final state or a part of it)
-    "gru": lambda h, x: ag.scan(gru_step(GRADIENT_GRU), h, x)[0],
-    "gru reversed": lambda h, x: ag.scan(gru_step(GRADIENT_GRU), h, x, reverse=True)[0],
-    "gru, its last output": lambda h, x: ag.scan(gru_step(GRADIENT_GRU), h, x)[1][:, -1],
-    "lstm, its h alone": lambda h, x: ag.scan(lstm_step, (h, h * 0.5), x)[0][0],
-    "lstm, its c alone": lambda h, x: ag.scan(lstm_step, (h, h * 0.5), x)[0][1],
+def three_outputs(c, xt):
+    """A step emitting three values past its carry, of H, IN and H columns."""
+    y = ag.tanh(c * xt[:, :H] + 1.0)
+    return y, (y * c, ag.sin(xt), c * c)
+
+
+PIECES = {    # name: (f(float64 arrays) -> what a loss reads of the loop, x's width, the widths of g's pieces)
+    "gru": (lambda h, x: ag.scan(gru_step(GRADIENT_GRU), h, x)[0], IN, []),
+    "gru reversed": (lambda h, x: ag.scan(gru_step(GRADIENT_GRU), h, x, reverse=True)[0], IN, []),
+    "gru, its last output": (lambda h, x: ag.scan(gru_step(GRADIENT_GRU), h, x)[1][:, -1], IN, []),
+    "lstm, its h alone": (lambda h, x: ag.scan(lstm_step, (h, h * 0.5), x)[0][0], IN, []),
+    "lstm, its c alone": (lambda h, x: ag.scan(lstm_step, (h, h * 0.5), x)[0][1], IN, []),
+    "gru, its outputs": (lambda h, x: ag.scan(gru_step(GRADIENT_GRU), h, x)[1], IN, [H]),
+    "gru reversed, its outputs and final state": (lambda h, x: flat(ag.scan(gru_step(GRADIENT_GRU), h, x,
+                                                                             reverse=True)), IN, [H]),
+    "lstm, its h at every step and its final c": (lambda h, x: (lambda final, hs: (hs, final[1]))(
+        *ag.scan(lstm_step, (h, h * 0.5), x)), IN, [H]),
+    "two outputs of three, a gap between them": (lambda h, x: (lambda ys: (ys[0], ys[2]))(
+        ag.scan(three_outputs, h, x)[1]), IN + H, [H, H]),
 }
 
 
-@pytest.mark.parametrize("case", FINAL_ONLY)
-def test_a_gradient_reaching_the_final_state_alone_enters_the_reverse_loop_as_its_carry(case, monkeypatch):
-    """A loss of the final state alone (a classifier's): its gradient, zero at every step but the last one's carry
-    columns, is the reverse loop's first carry, so no (B, T, P) gradient is made or read at every step; the gradients
-    match central differences and equal, bit for bit, those of the loop that reads that gradient at every step."""
+def read_as(pieces_or_whole, monkeypatch):
+    """The gradient of a scan's output read as pieces where it is a sum of them (the default), or whole."""
     from attngraph.core import scan_gradient
+    if pieces_or_whole == "whole":
+        monkeypatch.setattr(scan_gradient, "output_pieces", lambda g, size, reverse: scan_gradient.read_whole(g))
+
+
+def read_whole(sequences) -> bool:
+    """Whether the reverse loop reading ``sequences`` reads the output's gradient g (B, T, P) as one sequence."""
+    body = sequences[0].attrs["body"]
+    return len(sequences) > 1 and sequences[1].shape[2] == (body.base or body).width
+
+
+@pytest.mark.parametrize("case", PIECES)
+def test_a_gradient_scattered_into_the_output_is_read_as_its_pieces(case, monkeypatch):
+    """A loss of some columns of every step and of the final state (an encoder's outputs, a classifier's or a
+    bridge's final state): the output's gradient, a sum of pieces scattered into zeros, is read as those pieces, the
+    final state's as the reverse loop's first carry, so no (B, T, P) gradient is made or read; the gradients match
+    central differences and equal, bit for bit, those of the loop that reads the whole gradient at every step."""
+    part, width, widths = PIECES[case]
     rng = np.random.default_rng(10)
-    h, x = rng.standard_normal((B, H)), rng.standard_normal((B, 3, IN))
-    objective = lambda h, x: squashed(FINAL_ONLY[case](h, x))
+    h, x = rng.standard_normal((B, H)), rng.standard_normal((B, 3, width))
+    objective = lambda h, x: sum(squashed(p) for p in flat(part(h, x)))
     gradcheck(objective, h, x).raise_if_failed()
-    from_final, sequences, nodes = gradient_loops(objective, h, x)
-    assert sequences[0].op == "scan" and not any(n.op == "scatter_slice" for n in sequences)     # residuals, no g
+    as_pieces, sequences, nodes = gradient_loops(objective, h, x)
+    pieces, xs = sequences[1:1 + len(widths)], sequences[1 + len(widths):]
+    assert sequences[0].op == "scan" and [s.shape for s in pieces] == [(B, 3, w) for w in widths]
+    assert all(s.op == "input" for s in xs)                                      # the x_t it reads
     assert not any(n.op == "scatter_slice" and len(n.shape) == 3 for n in nodes)
-    monkeypatch.setattr(scan_gradient, "final_carry_gradient", lambda g, size, reverse: None)
-    every_step, sequences, _ = gradient_loops(objective, h, x)
-    assert sequences[1].op == "scatter_slice"
-    for a, b in zip(from_final, every_step):
+    read_as("whole", monkeypatch)
+    whole, sequences, _ = gradient_loops(objective, h, x)
+    assert read_whole(sequences)
+    for a, b in zip(as_pieces, whole):
         np.testing.assert_array_equal(a, b)
 
 
@@ -470,7 +499,30 @@ def test_a_gradient_reaching_other_steps_or_columns_is_read_at_every_step(case):
     objective = lambda h, x: squashed(part(h, x))
     gradcheck(objective, h, x).raise_if_failed()
     _, sequences, _ = gradient_loops(objective, h, x)
-    assert sequences[1].op == "scatter_slice"       # g, read at every step
+    assert read_whole(sequences)
+
+
+def test_a_gradient_of_pieces_sharing_columns_or_placed_on_one_step_is_read_whole():
+    """``output_pieces`` on gradients that no user's unpacking makes but that a sum could: two pieces sharing columns,
+    a piece on one step that is not the last, a last step's piece past the carry; and one it splits."""
+    from attngraph.core import tensor as F
+    from attngraph.core.scan_gradient import output_pieces
+    from attngraph.core.tracing import building
+
+    def placed(*parts):
+        first, *rest = (F.emit("scatter_slice", F.ones(shape), shape=(B, T, 10), index=index) for shape, index in parts)
+        return sum(rest, first)
+    every, last = (slice(None), slice(None)), (slice(None), -1)
+    with building(ag.Graph()):
+        cases = {"sharing columns": placed(((B, T, 3), (*every, slice(0, 3))), ((B, T, 3), (*every, slice(2, 5)))),
+                 "an earlier step": placed(((B, 4), (slice(None), 1, slice(0, 4))),),
+                 "the last step past the carry": placed(((B, 2), (*last, slice(4, 6))),),
+                 "apart": placed(((B, T, 3), (*every, slice(7, 10))), ((B, 2), (*last, slice(1, 3))),
+                                 ((B, T, 2), (*every, slice(0, 2))))}
+        for name, g in cases.items():
+            finals, pieces = output_pieces(g, 4, reverse=False)
+            layout = [(c.start, c.stop) for _, c in finals], [(c.start, c.stop) for _, c in pieces]
+            assert layout == (([(1, 3)], [(0, 2), (7, 10)]) if name == "apart" else ([], [(0, 10)])), name
 
 
 def test_the_gate_gradients_pass_as_one_slice_that_no_concatenation_copies(rng, monkeypatch):
@@ -636,8 +688,9 @@ def test_debug_mode_names_the_body_node_and_the_time_step_of_an_inf_in_the_backw
 
 
 class TinyGRU(ag.nn.Module):
-    """A loss of a GRU's final state and of its outputs at every step, or (``final_only``: the reverse loop starting
-    from the final state's gradient) of the final state alone."""
+    """A loss of a GRU's final state and of its outputs at every step (the reverse loop reading the outputs' piece of
+    the output's gradient, starting from the final state's), or (``final_only``: reading no piece) of the final state
+    alone."""
 
     def __init__(self, final_only=False):
         super().__init__()
