@@ -162,7 +162,10 @@ def adaptive_windows(size):
 def max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
     """The largest value of each window, (B, C, Ho, Wo)."""
     loops, rows, cols = _planned(x.shape, kernel, stride, padding, dilation, ceil_mode)
-    return loops.max_pool(np.ascontiguousarray(x), rows, cols, _pooled(x, (len(rows), len(cols)), x.dtype))
+    out = _pooled(x, (len(rows), len(cols)), x.dtype)
+    if _two_by_two(x.shape, out.shape, kernel, stride, padding, dilation):
+        return pool_windows.max_pool_2x2(np.ascontiguousarray(x), out)
+    return loops.max_pool(np.ascontiguousarray(x), rows, cols, out)
 
 
 def max_pool2d_indices(x, kernel, stride, padding, dilation, ceil_mode):
@@ -178,8 +181,17 @@ def _pooled(x, size, dtype):
 
 def max_pool2d_grad(g, x, kernel, stride, padding, dilation, ceil_mode):
     """dx: each window's gradient on its first largest element (the last NaN), summed where windows overlap."""
+    if _two_by_two(x.shape, g.shape, kernel, stride, padding, dilation):
+        return pool_windows.max_pool_backward_2x2(np.ascontiguousarray(g), np.ascontiguousarray(x))
     loops, rows, cols = _planned(x.shape, kernel, stride, padding, dilation, ceil_mode)
     return loops.max_pool_backward(np.ascontiguousarray(g), np.ascontiguousarray(x), rows, cols)
+
+
+def _two_by_two(shape, pooled, kernel, stride, padding, dilation) -> bool:
+    """Whether pooling ``shape`` (B, C, H, W) to ``pooled`` (…, Ho, Wo) takes 2 × 2 windows at stride 2 from the corner,
+    none cut by the border: the windows of pool_windows' written-out 2 × 2 loops."""
+    return (tuple(kernel) == tuple(stride) == (2, 2) and not any(padding) and tuple(dilation) == (1, 1)
+            and 2 * pooled[2] <= shape[2] and 2 * pooled[3] <= shape[3])
 
 
 def avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):

