@@ -1,9 +1,11 @@
 """Numba CPU kernels, one module per op family, compiled lazily per dtype and rank and cached on disk.
 
-Numba keys its on-disk cache on each kernel's own source file, so it does not notice an edit of
-mathfn.py, whose helpers are inlined into kernels of the other files. On import, this package's cache
-(__pycache__) is cleared when mathfn.py differs from the copy it was built with, per a hash stamp kept
-beside it. A cache elsewhere (NUMBA_CACHE_DIR) is not checked.
+Numba keys its on-disk cache on each kernel's own source file, so it does not notice an edit of a helper in
+another file that a kernel inlines: mathfn.py's functions in every kernel, recurrence.py's ``bmm`` and
+matmul.py's ``dot_into`` in the generated time loops, softmax's and reduce's row kernels in them too. On import,
+this package's cache (__pycache__, the generated kernels' folder in it included) is cleared when any of its
+sources differs from those it was built with, per a hash stamp kept beside it. A cache elsewhere
+(NUMBA_CACHE_DIR, ATTNGRAPH_KERNELS) is not checked.
 
 Importing the package also tunes the C allocator so that freed arrays are reused (``memory.py``).
 """
@@ -13,15 +15,18 @@ from pathlib import Path
 from ops.cpu.memory import reuse_freed_memory
 
 
-def _clear_cache_if_changed(package, helper="mathfn.py"):
-    """Delete numba's cache files in package/__pycache__ unless the stamp there matches `helper`."""
+def _clear_cache_if_changed(package):
+    """Delete numba's cache files under package/__pycache__ unless the stamp there matches the package's sources."""
     cache = package / "__pycache__"
-    stamp = cache / f"{helper}.sha256"
+    stamp = cache / "sources.sha256"
     try:
-        digest = hashlib.sha256((package / helper).read_bytes()).hexdigest()
+        digest = hashlib.sha256()
+        for source in sorted(package.glob("*.py")):
+            digest.update(source.name.encode() + b"\0" + source.read_bytes())
+        digest = digest.hexdigest()
         if stamp.is_file() and stamp.read_text() == digest:
             return
-        for path in [*cache.glob("*.nbi"), *cache.glob("*.nbc")]:
+        for path in [*cache.rglob("*.nbi"), *cache.rglob("*.nbc")]:
             path.unlink(missing_ok=True)
         cache.mkdir(exist_ok=True)
         stamp.write_text(digest)

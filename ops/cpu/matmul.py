@@ -218,15 +218,15 @@ def _matmul_batched(a, b, ia, ib, threaded, transpose_a, transpose_b):
     out = np.empty((ia.size, m, n), a.dtype)
     if threaded:
         for i in prange(ia.size):
-            _dot(a[ia[i]], b[ib[i]], out[i], transpose_a, transpose_b)
+            dot_into(a[ia[i]], b[ib[i]], out[i], transpose_a, transpose_b)
     else:
         for i in range(ia.size):
-            _dot(a[ia[i]], b[ib[i]], out[i], transpose_a, transpose_b)
+            dot_into(a[ia[i]], b[ib[i]], out[i], transpose_a, transpose_b)
     return out
 
 
 @njit(cache=True)
-def _dot(a, b, out, transpose_a, transpose_b):
+def dot_into(a, b, out, transpose_a, transpose_b):
     """out = op(a) @ op(b); each branch passes BLAS a C- or a Fortran-ordered matrix, never a copy"""
     if transpose_a and transpose_b:
         np.dot(a.T, b.T, out)

@@ -38,7 +38,7 @@ from numba import njit
 
 from ops.cpu import reduce, softmax
 from ops.cpu.fused import conversions, load_source, ops_of, scalar_source
-from ops.cpu.matmul import with_serial_blas
+from ops.cpu.matmul import dot_into, with_serial_blas
 from ops.cpu.threads import beside_another, in_threads
 
 ROWS = "rows"
@@ -485,14 +485,14 @@ def put(out, t, lo, piece):
 
 @njit(cache=True)
 def bmm(a, b, transpose_a, transpose_b):
-    """a[i] @ b[i] (each transposed if asked) for the (N, ·, ·) stacks a and b."""
+    """a[i] @ b[i] (each transposed if asked) for the (N, ·, ·) stacks a and b: BLAS writing each product into its
+    place and reading a transposed matrix where it lies (ops/cpu/matmul.py ``dot_into``, as the batched products outside
+    the loops), no copy of either."""
     m = a.shape[2] if transpose_a else a.shape[1]
     n = b.shape[1] if transpose_b else b.shape[2]
     out = np.empty((a.shape[0], m, n), a.dtype)
     for i in range(a.shape[0]):
-        left = np.ascontiguousarray(a[i].T) if transpose_a else np.ascontiguousarray(a[i])
-        right = np.ascontiguousarray(b[i].T) if transpose_b else np.ascontiguousarray(b[i])
-        out[i] = np.dot(left, right)
+        dot_into(a[i], b[i], out[i], transpose_a, transpose_b)
     return out
 
 

@@ -215,7 +215,8 @@ def test_two_by_two_pooling_written_out_equals_the_window_loops(dtype, rng):
     is cut by the border) against the window loops: bit for bit, ties, NaN and −inf included, a last row and column
     in no window left without gradient; windows cut by the border (ceil_mode on odd sizes) keep the loops."""
     from ops.cpu import pool_windows
-    edges = np.concatenate([POOL_EDGES, POOL_EDGES[:, ::-1] * -1.5, np.round(rng.standard_normal((1, 2, 4, 5)))], axis=1)
+    edges = np.concatenate([POOL_EDGES, POOL_EDGES[:, ::-1] * -1.5, np.round(rng.standard_normal((1, 2, 4, 5)))],
+                           axis=1)
     x = np.concatenate([edges, edges[:, :, ::-1]], axis=2)[:, :, :7].astype(dtype)       # (1, 6, 7, 5): ragged
     attrs = dict(kernel=(2, 2), stride=(2, 2), padding=(0, 0, 0, 0), dilation=(1, 1))
     for ceil_mode, written_out in [(False, True), (True, False)]:
