@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import atexit
+import math
 import os
 import subprocess
 import sys
@@ -85,10 +86,15 @@ def job(op: str, attrs: dict, inputs: list[tuple[tuple[int, ...], np.dtype]]) ->
     if op not in COSTLY or any(dtype == np.float16 for _, dtype in inputs):
         return None
     spec = (op, tuple(sorted(attrs.items())), tuple((tuple(shape), np.dtype(dtype).name) for shape, dtype in inputs))
-    try:
-        return spec if ast.literal_eval(repr(spec)) == spec else None
-    except (ValueError, SyntaxError):
-        return None
+    return spec if _plain(spec) else None
+
+
+def _plain(value) -> bool:
+    """Whether ``repr`` writes value so that ``ast.literal_eval`` reads it back as itself (the helper's input):
+    tuples of None, bools, ints, finite floats and strings."""
+    if type(value) is tuple:
+        return all(map(_plain, value))
+    return type(value) in (type(None), bool, int, str) or type(value) is float and math.isfinite(value)
 
 
 def _cold(job: tuple) -> bool:

@@ -126,7 +126,7 @@ def _stacked_backward(g, o, rows, q, k, v, mask, causal, scale, bias, layout):
     grads = np.zeros((3,) + stacked, q.dtype)
     dq, dk, dv = (_heads(grads[i], layout)[:, :length, :, :width]
                   for i, (length, width) in enumerate(((tq, d), (tk, d), (tk, dv))))
-    _backward(g, o, rows, q, k, v, mask, causal, scale, bias, layout, dq, dk, dv, np.zeros((0, tq, tk), q.dtype))
+    _backward(g, o, rows, q, k, v, mask, causal, scale, bias, layout, (dq, dk, dv), None)
     return grads
 
 
@@ -138,20 +138,19 @@ def attention_bias_backward(g, o, q, k, v, mask=None, causal=False, scale=None, 
     q, k, v = _checked(q, k, v, layout)
     scores = scores_shape(q.shape, k.shape, layout)
     dz = np.zeros((math.prod(scores[:-2]),) + scores[-2:], q.dtype)
-    none = np.zeros((0,) + scores[-2:-1] + (1, 1), q.dtype)
-    _backward(g, o, None, q, k, v, mask, causal, scale, bias, layout, none, none, none, dz)
+    _backward(g, o, None, q, k, v, mask, causal, scale, bias, layout, (None, None, None), dz)
     return dz.reshape(scores)
 
 
-def _backward(g, o, rows, q, k, v, mask, causal, scale, bias, layout, dq, dk, dv, dz):
-    """Run ``_backward_heads`` over the (batch, head) pairs in threads: D from the output o, or the rows' (L, D)
-    given (``attention_block_backward``), each then as (batch, T, heads, 1)."""
+def _backward(g, o, rows, q, k, v, mask, causal, scale, bias, layout, weights, dz):
+    """Run ``_backward_heads`` over the (batch, head) pairs in threads, writing the weights' gradients (dq, dk, dv)
+    or dz, the other None: D from the output o, or the rows' (L, D) given (``attention_block_backward``), each then
+    as (batch, T, heads, 1)."""
     q, k, v, masking, scale, bk = _prepare(q, k, v, mask, causal, scale, bias, layout)
     g = _heads(np.ascontiguousarray(g, q.dtype), layout)
-    none = np.zeros((0, 1, 1, 1), q.dtype)
-    o, lse, delta = (_heads(np.ascontiguousarray(o, q.dtype), layout), none, none) if rows is None else \
-        (none, *(np.ascontiguousarray(x, q.dtype).reshape(q.shape[:3] + (1,)) for x in rows))
-    in_threads(_backward_heads, q.shape[0] * q.shape[2], q, k, v, g, o, lse, delta, dq, dk, dv, dz, *masking, scale,
+    o, lse, delta = (_heads(np.ascontiguousarray(o, q.dtype), layout), None, None) if rows is None else \
+        (None, *(np.ascontiguousarray(x, q.dtype).reshape(q.shape[:3] + (1,)) for x in rows))
+    in_threads(_backward_heads, q.shape[0] * q.shape[2], q, k, v, g, o, lse, delta, *weights, dz, *masking, scale,
                bk, np.finfo(q.dtype).min, work=q.size)
 
 
@@ -346,29 +345,29 @@ def _score_grads(ec, dp, inverse, delta, factor, out):
 def _backward_heads(start, stop, q, k, v, g, o, lse, delta_given, dq, dk, dv, dz, allowed_rows, allowed_index,
                     bias_rows, bias_index, causal, scale, bk, lowest):
     """For the (batch, head) pairs n = b·heads + h, start ≤ n < stop, write dq, dk, dv (b, :, h) when they are
-    given (not empty), and dz[n] = P ∘ (dO Vᵀ − D) when it is. With P = e / l: dV += eᵀ (dO / l) and
+    given (not None), and dz[n] = P ∘ (dO Vᵀ − D) when it is. With P = e / l: dV += eᵀ (dO / l) and
     dS = scale · dZ = (scale / l) · e ∘ (dO Vᵀ − D). The head's q, k, v, dO and O are gathered first; when the
-    rows' L and D are given instead of O (not empty), P = e · exp(m − L) (``_given_deltas``)."""
+    rows' L and D are given instead of O (o None), P = e · exp(m − L) (``_given_deltas``). Numba compiles one
+    specialization per combination of the None arguments, without the branches that test one of them."""
     tq, heads, d = q.shape[1:]
     tk, dvalue = k.shape[1], v.shape[3]
-    weights, scores = dq.shape[0] > 0, dz.shape[0] > 0
     e = np.empty(((tk + bk - 1) // bk, _BQ * bk), q.dtype)
     ds = np.empty(_BQ * bk, q.dtype)
     dq_part, dk_part, dv_part = np.empty((_BQ, d), q.dtype), np.empty((bk, d), q.dtype), np.empty((bk, dvalue), q.dtype)
     inverse, delta, g_scaled = np.empty(_BQ, q.dtype), np.empty(_BQ, q.dtype), np.empty((_BQ, dvalue), q.dtype)
     qh, kh, vh = np.empty((tq, d), q.dtype), np.empty((tk, d), q.dtype), np.empty((tk, dvalue), q.dtype)
     gh, oh = np.empty((tq, dvalue), q.dtype), np.empty((tq, dvalue), q.dtype)
-    given, m = lse.shape[0] > 0, np.empty(_BQ, q.dtype)
+    m = np.empty(_BQ, q.dtype)
     lh, deltah = np.empty((tq, 1), q.dtype), np.empty((tq, 1), q.dtype)
     dqh, dkh, dvh = np.empty((tq, d), q.dtype), np.empty((tk, d), q.dtype), np.empty((tk, dvalue), q.dtype)
     for n in range(start, stop):
         b, h = n // heads, n % heads
         for x, head in ((q, qh), (k, kh), (v, vh), (g, gh)):
             _gather(x, b, h, head)
-        if given:
+        if lse is not None:
             _gather(lse, b, h, lh)
             _gather(delta_given, b, h, deltah)
-        else:
+        if o is not None:
             _gather(o, b, h, oh)
         dqh[:], dkh[:], dvh[:] = 0, 0, 0
         for i0 in range(0, tq, _BQ):
@@ -379,9 +378,9 @@ def _backward_heads(start, stop, q, k, v, g, o, lse, delta_given, dq, dk, dv, dz
             rows_of = slice(n * tq + i0, n * tq + i1)
             chunks = _exponentials(qh[i0:i1], kh, end, i0, tq, tk, allowed_rows, allowed_index[rows_of], bias_rows,
                                    bias_index[rows_of], causal, scale, lowest, bk, e, m, inverse)
-            if given:
+            if lse is not None:
                 _given_deltas(gh[i0:i1], m, lh[i0:i1], deltah[i0:i1], inverse, delta, g_scaled)
-            else:
+            if o is not None:
                 _tile_deltas(gh[i0:i1], oh[i0:i1], inverse, delta, g_scaled)
             for c in range(chunks):
                 j0 = c * bk
@@ -389,9 +388,9 @@ def _backward_heads(start, stop, q, k, v, g, o, lse, delta_given, dq, dk, dv, dz
                 ec = e[c, :rows * w].reshape((rows, w))
                 dsc = ds[:rows * w].reshape((rows, w))
                 np.dot(gh[i0:i1], vh[j0:j0 + w].T, dsc)
-                if scores:
+                if dz is not None:
                     _score_grads(ec, dsc, inverse, delta, q.dtype.type(1), dz[n, i0:i1, j0:j0 + w])
-                if weights:
+                if dq is not None:
                     np.dot(ec.T, g_scaled[:rows], dv_part[:w])
                     _add(dvh[j0:j0 + w], dv_part[:w])
                     _score_grads(ec, dsc, inverse, delta, scale, dsc)
@@ -399,7 +398,7 @@ def _backward_heads(start, stop, q, k, v, g, o, lse, delta_given, dq, dk, dv, dz
                     _add(dqh[i0:i1], dq_part[:rows])
                     np.dot(dsc.T, qh[i0:i1], dk_part[:w])
                     _add(dkh[j0:j0 + w], dk_part[:w])
-        if weights:
+        if dq is not None:
             _scatter(dqh, dq, b, h, 0)
             _scatter(dkh, dk, b, h, 0)
             _scatter(dvh, dv, b, h, 0)

@@ -18,6 +18,10 @@ def test_a_job_is_a_costly_op_with_literal_attributes():
     assert ahead.job("exp", {}, x) is None                                  # not costly
     assert ahead.job("softmax", {"causal": False}, [((4, 8), np.dtype(np.float16))]) is None
     assert ahead.job("softmax", {"causal": np.bool_(False)}, x) is None     # not a plain literal
+    assert ahead.job("layer_norm", {"eps": float("inf")}, x) is None         # repr writes no literal
+    assert ahead.job("softmax", {"causal": False}, [((np.int64(4), 8), np.dtype(np.float32))]) is None
+    program = ((("add", 0, 1),), ("x",))
+    assert ahead.job("fused", {"program": program, "scale": -0.0}, x)[1] == (("program", program), ("scale", -0.0))
 
 
 def test_no_helper_for_kernels_compiled_already():
