@@ -5,15 +5,17 @@
 
 An index outside [0, V) raises IndexError naming it (negative indices too: they are not Python-style
 wrapped); the wrappers check before the kernels run, which then need no bounds checks (a bad-index
-reduction in the kernel would slow gather down). In scatter_add each thread owns a range of output rows
-and scans all indices for its own, so no two threads add into the same row and each adds whole
-contiguous rows.
+reduction in the kernel would slow gather down). The kernels take each index, so checked, as unsigned
+(``uintp``): numba tests a signed index for a negative value at every element it reads, and the row's loop
+then does not vectorize (832 rows of 32: gather 32 -> 4.7 µs, scatter_add 20 -> 3.9 µs). In scatter_add
+each thread owns a range of output rows and scans all indices for its own, so no two threads add into the
+same row and each adds whole contiguous rows.
 """
 import math
 
 import numba
 import numpy as np
-from numba import prange
+from numba import prange, uintp
 
 from ops.cpu.threads import parallel_kernel
 
@@ -44,8 +46,9 @@ def _checked(idx, num_rows):
 def _gather_rows(table, idx):
     out = np.empty((idx.size, table.shape[1]), table.dtype)
     for i in prange(idx.size):
+        row = uintp(idx[i])
         for j in range(table.shape[1]):
-            out[i, j] = table[idx[i], j]
+            out[i, j] = table[row, j]
     return out
 
 
@@ -57,8 +60,9 @@ def _scatter_add_rows(g, idx, num_rows, threads):
         lo, hi = t * span, min(t * span + span, num_rows)
         for i in range(idx.size):
             if lo <= idx[i] < hi:
+                row = uintp(idx[i])
                 for j in range(g.shape[1]):
-                    out[idx[i], j] += g[i, j]
+                    out[row, j] += g[i, j]
     return out
 
 
