@@ -5,6 +5,9 @@ Call these from @njit or @vectorize code; numba inlines the variant that matches
 - float32 gets short polynomials that LLVM vectorizes. PyPI's llvmlite has no SVML, so math.exp in a
   loop is a scalar libm call; these run 5-10x faster, with relative error < 2e-7 (exp) and absolute
   error < 3e-7 (tanh, sigmoid) and < 5e-7 (erf). tests/ops/test_mathfn.py checks them on their own.
+  Each polynomial is evaluated by fused multiply-adds (``_fma``), so that kernels compiled without
+  fastmath's contraction, as the elementwise and fused ones are (their results must not depend on how
+  ops are grouped), get them too: tanh 62-77 -> 42-49 µs for 65,536 elements, sigmoid 62-69 -> 48-50.
 - maximum(a, b) is llvm.maximum: a max-reduction written with it vectorizes (5x faster), one written as
   a compare and select does not.
 Called from Python, each function is its accurate definition.
@@ -137,7 +140,7 @@ def _exp_reduced(x):
     k = np.floor(x * _LOG2E + f32(0.5))
     r = _fma(k, -_LN2_LO, _fma(k, -_LN2_HI, x))
     c1, c2, c3, c4, c5, c6 = _EXP_P
-    return f32(1) + r * (c1 + r * (c2 + r * (c3 + r * (c4 + r * (c5 + r * c6))))), k
+    return _fma(r, _fma(r, _fma(r, _fma(r, _fma(r, _fma(r, c6, c5), c4), c3), c2), c1), f32(1)), k
 
 
 # tanh: Cephes tanhf. |x| < 0.625: an odd polynomial; else 1 - 2 / (e**2|x| + 1) with the sign of x.
@@ -151,9 +154,9 @@ def _tanh_f32(x):
     a = abs(x)
     z = x * x
     p4, p3, p2, p1, p0 = _TANH_P
-    small = x * (f32(1) + z * ((((p4 * z + p3) * z + p2) * z + p1) * z + p0))
+    small = x * _fma(z, _fma(_fma(_fma(_fma(p4, z, p3), z, p2), z, p1), z, p0), f32(1))
     p, k = _exp_reduced(f32(2) * (f32(10) if a > f32(10) else a))
-    large = math.copysign(f32(1) - f32(2) / (p * _exp2i(k) + f32(1)), x)
+    large = math.copysign(f32(1) - f32(2) / _fma(p, _exp2i(k), f32(1)), x)
     return small if a < f32(0.625) else large
 
 
@@ -172,8 +175,8 @@ def _erf_f32(x):
     z = x * x
     p6, p5, p4, p3, p2, p1, p0 = _ERF_P
     q4, q3, q2, q1, q0 = _ERF_Q
-    p = (((((p6 * z + p5) * z + p4) * z + p3) * z + p2) * z + p1) * z + p0
-    q = (((q4 * z + q3) * z + q2) * z + q1) * z + q0
+    p = _fma(_fma(_fma(_fma(_fma(_fma(p6, z, p5), z, p4), z, p3), z, p2), z, p1), z, p0)
+    q = _fma(_fma(_fma(_fma(q4, z, q3), z, q2), z, q1), z, q0)
     return x * p / q
 
 
