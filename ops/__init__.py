@@ -7,10 +7,24 @@ arrays live. ``get_backend(device)`` and ``backend_of(array)`` find them.
 Importing ``ops`` makes idle threads sleep rather than spin, unless the environment says otherwise:
 OMP_WAIT_POLICY=passive for Numba's OpenMP threads and OPENBLAS_THREAD_TIMEOUT=4 for OpenBLAS's (why:
 ops/cpu/threads.py). Set here, first, so that they reach every library loaded after; NumPy's OpenBLAS, loaded
-before when a program imports NumPy first, is made to read them again (ops/cpu/matmul.py).
+before when a program imports NumPy first, is made to read them again (ops/cpu/matmul.py). A GNU OpenMP runtime
+loaded before (``import torch`` loads its own) has read OMP_WAIT_POLICY already: ``OPENMP_LOADED_FIRST``.
 """
 import os
 
+
+def _openmp_loaded() -> bool:
+    """Whether a GNU OpenMP runtime (libgomp) is loaded in this process (Linux's /proc; False where there is none)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            return any("libgomp" in line for line in maps)
+    except OSError:
+        return False
+
+
+OPENMP_LOADED_FIRST = "OMP_WAIT_POLICY" not in os.environ and _openmp_loaded()
+"""Whether a GNU OpenMP runtime was loaded before the policy below was set: it read OMP_WAIT_POLICY when it loaded,
+so its idle threads spin, and numba's OpenMP layer runs on it (one runtime a process: ops/cpu/threads.py warns)."""
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 

@@ -29,17 +29,36 @@ each: the two directions of a bidirectional recurrence (attngraph/core/together.
 """
 import concurrent.futures
 import functools
+import importlib.util
 import itertools
 import threading
 import types
+import warnings
 
 import numba
 import numpy as np
 from numba import njit, prange
 
+import ops
+
 PARALLEL_MIN_SIZE = 32_768
 BLAS_SERIAL_MAX = 2 ** 18   # multiply-adds of a product OpenBLAS runs on the calling thread (SMP_THRESHOLD_MIN * ...)
 PARTS_PER_THREAD = 8
+
+
+def spinning_openmp() -> bool:
+    """Whether numba's parallel kernels will run on an OpenMP runtime whose idle threads spin: one loaded before
+    ``ops`` set OMP_WAIT_POLICY (``ops.OPENMP_LOADED_FIRST``), which numba's OpenMP layer shares (a process has one
+    libgomp), when that layer is the one numba takes (asked for, or the default where TBB is not installed)."""
+    layer = numba.config.THREADING_LAYER
+    return ops.OPENMP_LOADED_FIRST and (layer == "omp" or layer == "default" and importlib.util.find_spec("tbb") is None)
+
+
+if spinning_openmp():
+    warnings.warn("an OpenMP runtime (libgomp) was loaded before attngraph, with OMP_WAIT_POLICY unset, as `import "
+                  "torch` loads its own: numba's parallel kernels share its threads, which spin while idle and hold "
+                  "the cores that BLAS needs (GPT's training step ran 1.7x as long). Set OMP_WAIT_POLICY=passive in "
+                  "the environment, or import attngraph first.", RuntimeWarning, stacklevel=2)
 
 
 def parallel_kernel(fn=None, **options):

@@ -1,5 +1,6 @@
-"""ops/cpu/threads.py: the idle-thread policies set on import (defaults only, never over the user's choice),
-and ``in_threads``' parts."""
+"""ops/cpu/threads.py: the idle-thread policies set on import (defaults only, never over the user's choice), the
+warning when an OpenMP runtime loaded before has read none, and ``in_threads``' parts."""
+import ctypes.util
 import os
 import subprocess
 import sys
@@ -22,6 +23,26 @@ def test_idle_threads_sleep_unless_the_environment_says_otherwise(given, expecte
     out = subprocess.run([sys.executable, "-c", SHOW], env={**env, **given}, capture_output=True, text=True,
                          check=True, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert out.stdout.split() == expected.split()
+
+
+GOMP = ctypes.util.find_library("gomp")
+LOAD_GOMP = f"import ctypes; ctypes.CDLL({GOMP!r})"
+
+
+@pytest.mark.skipif(GOMP is None, reason="no GNU OpenMP runtime here")
+@pytest.mark.parametrize("program, given, warns", [
+    (f"{LOAD_GOMP}; import ops.cpu.threads", {}, True),                     # loaded first, as `import torch` does
+    (f"{LOAD_GOMP}; import ops.cpu.threads", {"OMP_WAIT_POLICY": "passive"}, False),    # it read the user's policy
+    (f"{LOAD_GOMP}; import ops.cpu.threads", {"OMP_WAIT_POLICY": "active"}, False),     # the user's choice
+    (f"import ops.cpu.threads; {LOAD_GOMP}", {}, False),                    # loaded after: it reads ops' policy
+    (f"{LOAD_GOMP}; import ops.cpu.threads", {"NUMBA_THREADING_LAYER": "workqueue"}, False),    # numba's own pool
+])
+def test_an_openmp_runtime_loaded_before_attngraph_is_named_in_a_warning(program, given, warns):
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "NUMBA_THREADING_LAYER")}
+    out = subprocess.run([sys.executable, "-c", program], env={**env, "NUMBA_THREADING_LAYER": "omp", **given},
+                         capture_output=True, text=True, check=True,
+                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    assert ("RuntimeWarning" in out.stderr and "Set OMP_WAIT_POLICY=passive" in out.stderr) == warns, out.stderr
 
 
 needs_two_threads = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="Numba has one thread")
