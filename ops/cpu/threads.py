@@ -51,7 +51,8 @@ def spinning_openmp() -> bool:
     ``ops`` set OMP_WAIT_POLICY (``ops.OPENMP_LOADED_FIRST``), which numba's OpenMP layer shares (a process has one
     libgomp), when that layer is the one numba takes (asked for, or the default where TBB is not installed)."""
     layer = numba.config.THREADING_LAYER
-    return ops.OPENMP_LOADED_FIRST and (layer == "omp" or layer == "default" and importlib.util.find_spec("tbb") is None)
+    takes_omp = layer == "omp" or layer == "default" and importlib.util.find_spec("tbb") is None
+    return ops.OPENMP_LOADED_FIRST and takes_omp
 
 
 if spinning_openmp():
