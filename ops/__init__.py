@@ -13,16 +13,16 @@ loaded before (``import torch`` loads its own) has read OMP_WAIT_POLICY already:
 import os
 
 
-def _openmp_loaded() -> bool:
-    """Whether a GNU OpenMP runtime (libgomp) is loaded in this process (Linux's /proc; False where there is none)."""
+def loaded_libraries() -> set[str]:
+    """The paths of the files mapped into this process (Linux's /proc/self/maps; empty where there is none)."""
     try:
         with open("/proc/self/maps") as maps:
-            return any("libgomp" in line for line in maps)
+            return {line.split()[-1] for line in maps if "/" in line}
     except OSError:
-        return False
+        return set()
 
 
-OPENMP_LOADED_FIRST = "OMP_WAIT_POLICY" not in os.environ and _openmp_loaded()
+OPENMP_LOADED_FIRST = "OMP_WAIT_POLICY" not in os.environ and any("libgomp" in path for path in loaded_libraries())
 """Whether a GNU OpenMP runtime was loaded before the policy below was set: it read OMP_WAIT_POLICY when it loaded,
 so its idle threads spin, and numba's OpenMP layer runs on it (one runtime a process: ops/cpu/threads.py warns)."""
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")

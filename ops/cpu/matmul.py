@@ -38,18 +38,15 @@ from typing import Callable
 import numpy as np
 from numba import njit, prange
 
+import ops
 from ops.cpu.layout import readonly
 from ops.cpu.threads import BLAS_SERIAL_MAX, parallel_kernel
 
 
 def _openblas(package: str):
     """The OpenBLAS library that ``package`` (numpy or scipy) loaded (ctypes); None where there is none to find
-    (another BLAS, another system: /proc/self/maps is Linux's)."""
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = {line.split()[-1] for line in maps if "openblas" in line and f"/{package}" in line}
-    except OSError:
-        return None
+    (another BLAS, another system: ``ops.loaded_libraries`` reads Linux's /proc)."""
+    paths = {path for path in ops.loaded_libraries() if "openblas" in path and f"/{package}" in path}
     for path in sorted(paths):
         try:
             library = ctypes.CDLL(path)
