@@ -7,11 +7,13 @@ this package's cache (__pycache__, the generated kernels' folder in it included)
 sources differs from those it was built with, per a hash stamp kept beside it. A cache elsewhere
 (NUMBA_CACHE_DIR, ATTNGRAPH_KERNELS) is not checked.
 
-Importing the package also tunes the C allocator so that freed arrays are reused (``memory.py``).
+Importing the package also tunes the C allocator so that freed arrays are reused (``memory.py``) and loads SciPy's
+BLAS for numba without the rest of ``scipy.linalg`` (``scipy_blas.py``).
 """
 import hashlib
 from pathlib import Path
 
+from ops.cpu import scipy_blas
 from ops.cpu.memory import reuse_freed_memory
 
 
@@ -37,3 +39,4 @@ def _clear_cache_if_changed(package):
 _clear_cache_if_changed(Path(__file__).parent)
 
 reuse_freed_memory()
+scipy_blas.load()

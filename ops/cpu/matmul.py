@@ -189,7 +189,7 @@ _MAKING_HOLD = threading.Lock()
 
 @functools.cache
 def _scipy_hold() -> OneThread | None:
-    import scipy.linalg  # noqa: F401  (numba's np.dot loads SciPy's BLAS through it)
+    import scipy.linalg.cython_blas  # noqa: F401  (numba's np.dot calls SciPy's BLAS through it)
     set_threads = getattr(_openblas("scipy"), "openblas_set_num_threads_local", None)
     return OneThread(set_threads) if set_threads is not None else None
 

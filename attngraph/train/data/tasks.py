@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Sequence
 
 import numpy as np
@@ -33,6 +33,12 @@ DIGITS = "0123456789"
 SYMBOLS = DIGITS + "abcdefghijklmnopqrstuvwxyz"
 SPLITS = ("train", "heldout")
 DRAWS_AT_ONCE = 1024     # pairs ``sample`` asks ``pairs`` for at a time
+
+
+@cache
+def _hashed(prefix: str):
+    """blake2b's 64-bit state after ``prefix``: a pair's hash continues from a copy of it."""
+    return hashlib.blake2b(prefix.encode(), digest_size=8)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,8 +67,10 @@ class Task:
         return source
 
     def split_of(self, source: str, target: str) -> str:
-        digest = hashlib.blake2b(f"{self.name}:{self.key(source, target)}".encode(), digest_size=8).digest()
-        return "heldout" if int.from_bytes(digest, "little") < self.heldout * 2 ** 64 else "train"
+        """The pair's split, by the 64-bit blake2b hash of "name:key": held out when below heldout · 2**64."""
+        digest = _hashed(f"{self.name}:").copy()
+        digest.update(self.key(source, target).encode())
+        return "heldout" if int.from_bytes(digest.digest(), "little") < self.heldout * 2 ** 64 else "train"
 
     def sample(self, n: int, split: str = "train", seed: int = 0, distinct: bool = False) -> list[tuple[str, str]]:
         """``n`` pairs of ``split`` drawn with ``np.random.default_rng(seed)`` (pairs of the other split
@@ -83,7 +91,8 @@ class Task:
             draws += len(block)
             for pair in block:
                 if self.split_of(*pair) == split and not (distinct and pair in seen):
-                    seen.add(pair)
+                    if distinct:
+                        seen.add(pair)
                     pairs.append(pair)
         return pairs[:n]
 
