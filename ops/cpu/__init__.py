@@ -8,12 +8,13 @@ sources differs from those it was built with, per a hash stamp kept beside it. A
 (NUMBA_CACHE_DIR, ATTNGRAPH_KERNELS) is not checked.
 
 Importing the package also tunes the C allocator so that freed arrays are reused (``memory.py``) and loads SciPy's
-BLAS for numba without the rest of ``scipy.linalg`` (``scipy_blas.py``).
+BLAS for numba without the rest of ``scipy.linalg`` (``scipy_blas.py``); numba compiles loops to the CPU's full vector
+width (``vectors.py``).
 """
 import hashlib
 from pathlib import Path
 
-from ops.cpu import scipy_blas
+from ops.cpu import scipy_blas, vectors
 from ops.cpu.memory import reuse_freed_memory
 
 
@@ -40,3 +41,4 @@ _clear_cache_if_changed(Path(__file__).parent)
 
 reuse_freed_memory()
 scipy_blas.load()
+vectors.use_full_width()

@@ -144,7 +144,10 @@ class Helper:
         with self._changed:
             self.finished = True
             self._changed.notify_all()
+            self.process.stdin.close()      # ``then`` writes to it only before ``finished``, under the lock
+        self.process.stdout.close()
         self.process.wait()
+        atexit.unregister(self.process.kill)
 
     def then(self, i: int, kernel, *args):
         """``kernel(*args)`` once the helper has compiled job i if it is compiling it; if it has not started it,

@@ -72,6 +72,10 @@ SCRIPT = textwrap.dedent("""
     helper.then(taken, lambda: None)
     finish(helper)
     assert taken not in helper.started and later in helper.done, (helper.started, helper.done)
+    deadline = time.monotonic() + 60          # a helper that is done and gone leaves no pipe open
+    while helper.process.returncode is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert helper.process.stdin.closed and helper.process.stdout.closed
 
     # an executable hands its costly ops to a helper at its first run; its results do not depend on who compiled
     targets = rng.integers(0, 5, 6)

@@ -1,0 +1,58 @@
+"""ops/cpu/vectors.py: numba's loops at the CPU's full vector width, unless the environment chooses. Each case runs in
+a fresh process: numba reads the setting when it first compiles."""
+import os
+import subprocess
+import sys
+
+import llvmlite.binding
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+AVX512 = bool(llvmlite.binding.get_host_cpu_features().get("avx512f"))
+
+WIDEST = """
+import numpy as np
+from numba import njit
+import ops.cpu
+from numba.core import config
+
+@njit
+def scale(x, out):
+    for i in range(x.size):
+        out[i] = 2.5 * x[i]
+
+x = np.ones(1000, np.float32)
+scale(x, x)
+assembly = scale.inspect_asm(scale.signatures[0])
+print(config.CPU_FEATURES is not None and config.CPU_FEATURES.endswith(',-prefer-256-bit'),
+      'zmm' if 'zmm' in assembly else 'ymm' if 'ymm' in assembly else 'xmm')
+"""
+
+
+def widest(**environment) -> list[str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("NUMBA_CPU")}
+    out = subprocess.run([sys.executable, "-c", WIDEST], env={**env, **environment}, capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    return out.stdout.split()
+
+
+@pytest.mark.skipif(not AVX512, reason="the CPU has no AVX-512")
+def test_loops_use_512_bit_vectors_where_the_cpu_has_them():
+    assert widest() == ["True", "zmm"]
+
+
+@pytest.mark.skipif(not AVX512, reason="the CPU has no AVX-512")
+@pytest.mark.parametrize("environment", [{"NUMBA_CPU_NAME": "haswell"}, {"NUMBA_CPU_FEATURES": "+avx,+avx2,+fma"},
+                                         {"NUMBA_ENABLE_AVX": "0"}])
+def test_the_environments_choice_stands(environment):
+    assert widest(**environment)[0] == "False"
+
+
+@pytest.mark.skipif(not AVX512, reason="the CPU has no AVX-512")
+def test_features_the_environment_names_are_what_numba_compiles_for():
+    assert widest(NUMBA_CPU_FEATURES="+avx,+avx2,+fma") == ["False", "ymm"]
+
+
+@pytest.mark.skipif(AVX512, reason="the CPU has AVX-512")
+def test_a_cpu_without_avx512_is_left_as_it_is():
+    assert widest()[0] == "False"
