@@ -4,7 +4,8 @@ LLVM's tuning for Intel's AVX-512 CPUs (Skylake-X to Sapphire Rapids) prefers 25
 ``prefer-256-bit``, a guard against the clock drop of the first AVX-512 parts), so numba's loops run at half the
 width the CPU has, while OpenBLAS's products already use all of it. ``use_full_width()`` turns the preference off:
 numba's ``CPU_FEATURES`` become the host's features and ``-prefer-256-bit``. Measured on a Sapphire Rapids Xeon: a
-sigmoid loop 0.89 → 0.68 ns an element; training steps 2-7% shorter (benchmarks/MEASUREMENTS.md, session 20).
+sigmoid loop 0.89 → 0.68 ns an element; training steps up to 7% shorter, the cold compile ~1 s longer
+(benchmarks/MEASUREMENTS.md, session 20).
 
 The setting is numba's and the process's: it holds for every function numba compiles after it (the user's too),
 and numba's cache keys compiled code by the features, so that code cached without it compiles once more. Left as it
