@@ -9,6 +9,8 @@ modules (decompositions, array-API shims) that no kernel uses, a tenth of a warm
 one of its attributes, as an ``import scipy.linalg`` followed by any use of it) and loads the one extension under its
 own name, set as the package's attribute as an import would. Nothing is done where SciPy is absent or already
 imported, or where the extension cannot be found: numba then imports it as before.
+Python 3.11's lazy modules take no lock (3.12's do): two threads touching ``scipy.linalg`` for the first time at once
+could see it half run, as with any module ``LazyLoader`` defers.
 """
 import importlib.machinery
 import importlib.util
