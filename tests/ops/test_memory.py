@@ -1,12 +1,9 @@
 """The allocator setting (ops/cpu/memory.py) and the BLAS threads' environment (ops/__init__.py): measured in
 fresh processes, since both act on process-wide state."""
-import os
-import subprocess
-import sys
-
 import pytest
 
 from ops.cpu.memory import glibc, reuse_freed_memory
+from tests.fresh import python
 
 pytestmark = pytest.mark.skipif(glibc() is None, reason="the allocator setting is for glibc's malloc")
 
@@ -29,9 +26,7 @@ print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 10)
 
 
 def run(code: str, *args: str, **env: str) -> str:
-    environment = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_THREAD_TIMEOUT", "OMP_WAIT_POLICY")}
-    return subprocess.run([sys.executable, "-c", code, *args], env=environment | env, capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return python(code, *args, unset=("OPENBLAS_THREAD_TIMEOUT", "OMP_WAIT_POLICY"), **env).stdout.strip()
 
 
 def test_freed_arrays_are_reused_without_page_faults():

@@ -1,10 +1,6 @@
 """ops/cpu/scipy_blas.py: numba's BLAS loaded without running scipy.linalg, which stays whole for its users. Each
 case runs in a fresh process, where the import order is the one under test."""
-import os
-import subprocess
-import sys
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+from tests.fresh import python
 
 PRODUCT = """
 import numpy as np
@@ -16,9 +12,7 @@ LINALG_RAN = "print('scipy.linalg._basic' in sys.modules)"
 
 
 def run(program: str) -> list[str]:
-    out = subprocess.run([sys.executable, "-c", "import sys\n" + program], capture_output=True, text=True,
-                         check=True, cwd=ROOT)
-    return out.stdout.split("\n")[:-1]
+    return python("import sys\n" + program).stdout.split("\n")[:-1]
 
 
 def test_a_kernel_multiplies_without_scipy_linalg_running():

@@ -1,9 +1,6 @@
 """ops/cpu/threads.py: the idle-thread policies set on import (defaults only, never over the user's choice), the
 warning when an OpenMP runtime loaded before has read none, and ``in_threads``' parts."""
 import ctypes.util
-import os
-import subprocess
-import sys
 import threading
 import time
 
@@ -11,6 +8,7 @@ import numba
 import pytest
 
 from ops.cpu.threads import PARALLEL_MIN_SIZE, in_threads
+from tests.fresh import python
 
 SHOW = "import os, ops.cpu.threads; print(os.environ['OMP_WAIT_POLICY'], os.environ['OPENBLAS_THREAD_TIMEOUT'])"
 
@@ -19,9 +17,7 @@ SHOW = "import os, ops.cpu.threads; print(os.environ['OMP_WAIT_POLICY'], os.envi
                                              ({"OMP_WAIT_POLICY": "active", "OPENBLAS_THREAD_TIMEOUT": "20"},
                                               "active 20")])
 def test_idle_threads_sleep_unless_the_environment_says_otherwise(given, expected):
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT")}
-    out = subprocess.run([sys.executable, "-c", SHOW], env={**env, **given}, capture_output=True, text=True,
-                         check=True, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    out = python(SHOW, unset=("OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT"), **given)
     assert out.stdout.split() == expected.split()
 
 
@@ -38,10 +34,7 @@ LOAD_GOMP = f"import ctypes; ctypes.CDLL({GOMP!r})"
     (f"{LOAD_GOMP}; import ops.cpu.threads", {"NUMBA_THREADING_LAYER": "workqueue"}, False),    # numba's own pool
 ])
 def test_an_openmp_runtime_loaded_before_attngraph_is_named_in_a_warning(program, given, warns):
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "NUMBA_THREADING_LAYER")}
-    out = subprocess.run([sys.executable, "-c", program], env={**env, "NUMBA_THREADING_LAYER": "omp", **given},
-                         capture_output=True, text=True, check=True,
-                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    out = python(program, unset=("OMP_WAIT_POLICY",), **{"NUMBA_THREADING_LAYER": "omp", **given})
     assert ("RuntimeWarning" in out.stderr and "Set OMP_WAIT_POLICY=passive" in out.stderr) == warns, out.stderr
 
 

@@ -1,13 +1,10 @@
 """ops/cpu/vectors.py: numba's loops at the CPU's full vector width, unless the environment chooses. Each case runs in
 a fresh process: numba reads the setting when it first compiles."""
-import os
-import subprocess
-import sys
-
 import llvmlite.binding
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+from tests.fresh import python
+
 AVX512 = bool(llvmlite.binding.get_host_cpu_features().get("avx512f"))
 
 WIDEST = """
@@ -30,10 +27,8 @@ print(config.CPU_FEATURES is not None and config.CPU_FEATURES.endswith(',-prefer
 
 
 def widest(**environment) -> list[str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("NUMBA_CPU")}
-    out = subprocess.run([sys.executable, "-c", WIDEST], env={**env, **environment}, capture_output=True, text=True,
-                         check=True, cwd=ROOT)
-    return out.stdout.split()
+    unset = ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "NUMBA_ENABLE_AVX")
+    return python(WIDEST, unset=unset, **environment).stdout.split()
 
 
 @pytest.mark.skipif(not AVX512, reason="the CPU has no AVX-512")
