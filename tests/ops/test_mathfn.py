@@ -1,4 +1,4 @@
-"""The scalar helpers on their own: float32 accuracy and edges, with and without fastmath; float64 = libm.
+"""The scalar helpers on their own: float32 and float64 accuracy and edges, with and without fastmath.
 
 The test kernels are not cached on disk: ops.cpu clears its own cache when mathfn.py changes, not this
 folder's.
@@ -48,7 +48,7 @@ def max_reduce(x):
 
 @pytest.mark.parametrize("kernel", [evaluate, evaluate_fastmath], ids=["plain", "fastmath"])
 def test_float32_accuracy(kernel):
-    x = np.concatenate([np.linspace(-87, 88, 350_001, dtype=F32), np.geomspace(1e-30, 1, 1000, dtype=F32)])
+    x = np.concatenate([np.linspace(-87, 88.72, 350_001, dtype=F32), np.geomspace(1e-30, 1, 1000, dtype=F32)])
     exp, tanh, sigmoid, erf = kernel(x)
     assert exp.dtype == F32
     x64 = x.astype(np.float64)
@@ -73,12 +73,38 @@ def test_float32_edges():
     assert np.all(np.isnan([exp[11], tanh[11], sigmoid[11], erf[11]]))
 
 
-def test_float64_is_libm():
-    x = np.concatenate([np.linspace(-30, 30, 10_001), [-745.0, -700.0, 700.0]])
-    exp, tanh, sigmoid, erf = evaluate(x)
-    for got, reference in [(exp, math.exp), (tanh, math.tanh), (erf, math.erf)]:
-        np.testing.assert_array_equal(got, [reference(v) for v in x])
+def ulps(got, reference):
+    """|got − reference| in units of the reference's last place."""
+    return np.abs(got - reference) / np.spacing(np.abs(reference))
+
+
+@pytest.mark.parametrize("kernel", [evaluate, evaluate_fastmath], ids=["plain", "fastmath"])
+def test_float64_accuracy(kernel):
+    """exp within 1 ulp of libm's wherever it is normal, tanh within 2 (denormal results within one denormal),
+    sigmoid to 1e-15; erf is libm's."""
+    rng = np.random.default_rng(0)
+    x = np.concatenate([np.linspace(-745.1, 709.7, 1_000_001), rng.uniform(-25, 25, 500_000),
+                        np.geomspace(1e-300, 1, 2000), -np.geomspace(1e-300, 1, 2000)])
+    exp, tanh, sigmoid, erf = kernel(x)
+    assert exp.dtype == np.float64
+    reference = np.exp(x)
+    normal = reference >= np.finfo(np.float64).tiny
+    assert ulps(exp[normal], reference[normal]).max() <= 1
+    assert np.abs(exp[~normal] - reference[~normal]).max() <= 5e-324
+    assert ulps(tanh, np.tanh(x)).max() <= 2
     np.testing.assert_allclose(sigmoid, special.expit(x), rtol=1e-15, atol=1e-300)
+    np.testing.assert_array_equal(erf, [math.erf(v) for v in x])
+
+
+def test_float64_edges():
+    x = np.array([0, -0.0, -np.inf, -1000, -746, -745.2, -745.1, 709.78, 709.79, 710, 1e300, np.inf, np.nan, 19.1,
+                  -30])
+    exp, tanh, sigmoid, erf = evaluate(x)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(exp, np.exp(x))        # 1, 1, 0, 0, 0, 0, 5e-324, 1.8e308, inf, …, nan
+    np.testing.assert_array_equal(tanh, np.tanh(x))           # ±0 keep their sign, ±1 beyond 19.1
+    assert np.signbit(tanh[1]) and not np.signbit(tanh[0])
+    assert sigmoid[0] == 0.5 and sigmoid[2] == 0 and sigmoid[11] == 1 and np.isnan(sigmoid[12])
 
 
 def test_python_calls_give_the_accurate_definitions():
