@@ -133,8 +133,17 @@ def _exp_f32(x):
     x = _EXP_HI if x > _EXP_HI else x      # comparisons written so that NaN passes through
     x = _EXP_LO if x < _EXP_LO else x
     p, k = _exp_reduced(x)
-    p, k = (p * f32(2), k - f32(1)) if k > f32(127) else (p, k)     # so that no order of the products makes 2**128
-    half = np.floor(k * f32(0.5))
+    return _scaled(p, k, f32(127))
+
+
+@njit(inline="always")
+def _scaled(p, k, largest):
+    """p · 2**k for an integral k up to largest + 1 (the largest exponent of p's type), in two halves so that the
+    multiplications make the denormals and the inf; at k = largest + 1, 2p · 2**largest, so that no order of the
+    products (fastmath reassociates them) makes 2**(largest + 1), which overflows where p · 2**k may not."""
+    one = type(p)(1)
+    p, k = (p * (one + one), k - one) if k > largest else (p, k)
+    half = np.floor(k * type(p)(0.5))
     return p * _exp2i(half) * _exp2i(k - half)
 
 
@@ -179,9 +188,7 @@ def _exp_f64(x):
     x = 710.0 if x > 710.0 else x          # comparisons written so that NaN passes through
     x = -746.0 if x < -746.0 else x
     p, k = _exp_reduced_f64(x)
-    p, k = (p * 2.0, k - 1.0) if k > 1023.0 else (p, k)     # so that no order of the products makes 2**1024
-    half = np.floor(k * 0.5)
-    return p * _exp2i(half) * _exp2i(k - half)
+    return _scaled(p, k, 1023.0)
 
 
 @njit(inline="always")
