@@ -12,9 +12,12 @@ output. ``((("add", (0, 1), "float32"), ("tanh", (2,), "float32"), ("mul", (3, 1
         return float32(mul(v3, x1))
 
 ``scalar_source`` writes that function, the one definition each device compiles (ops/cuda/fused.py with CUDA's
-scalar functions). On the CPU it runs in a loop nest over the output's axes; ``reads[i]`` gives, for each axis
-of input i, the output axis whose index it takes, or −1 where the input has size 1 and is broadcast (index 0).
-For x0 (B, T, D) and x1 (D,), reads ((0, 1, 2), (2,))::
+scalar functions). On the CPU it is inlined (``inline="always"``, at numba's IR level) into a loop nest over the
+output's axes, so that a kernel is one compile rather than two; the scalar functions it calls stay compiled apart,
+once per process and dtypes, shared by all the kernels (inlined as well, sixteen exps in one kernel set off
+numba's SSA checks' warnings). ``reads[i]`` gives, for each axis of input i, the output axis whose index it
+takes, or −1 where the input has size 1 and is broadcast (index 0). For x0 (B, T, D) and x1 (D,), reads
+((0, 1, 2), (2,))::
 
     for i0 in prange(out.shape[0]):
         for i1 in range(out.shape[1]):
@@ -132,7 +135,7 @@ def _module_source(program: tuple, reads: tuple, dtypes: tuple, rank: int) -> st
         *(f"{op} = SCALAR['{op}']" for op in ops_of(program)),
         "",
         "",
-        '@njit(cache=True, error_model="numpy")',
+        '@njit(inline="always")',
         scalar_source(program, len(reads)),
         "",
         f"def kernel(out, {', '.join(f'x{i}' for i in range(len(reads)))}):",
