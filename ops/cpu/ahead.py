@@ -3,15 +3,19 @@
 Numba compiles a kernel at its first call, one at a time (its compiler holds a process-wide lock), so a
 program's first step on a cold cache compiles its kernels in sequence: 12.5 s for the copy demo, 6 of them
 for the two flash-attention kernels. When an executable first runs on the CPU, ``start`` gives the costly
-ops of its schedule (``COSTLY``: attention, the row kernels of norms, softmax, losses and embeddings, and the
-generated elementwise kernels) whose kernels numba's cache does not hold yet to a helper process, last first. The helper calls each op's
-kernel on zeros of the op's input shapes and dtypes, with its attributes and this process's number of
-threads, so that numba compiles the same specializations into the cache both processes share. This process
-runs the step from the front; the two meet in the middle. A step whose op the helper is compiling waits for
-it (``Helper.then``) and then loads the kernel from the cache; an op the helper has not started is compiled
-here, and the helper, told so, skips it. With one core, with the cache off, where no process can be started,
-or with ``ATTNGRAPH_COMPILE_AHEAD=0``, everything compiles here as before. The helper's errors are its own (its
-output on stderr is dropped): a kernel it could not compile compiles here. Figures: benchmarks/MEASUREMENTS.md.
+ops of its schedule (``COSTLY``: attention, GELU, the row kernels of norms, softmax, losses and embeddings, and the
+generated elementwise kernels) whose kernels numba's cache does not hold yet to a helper process, last first.
+The helper calls each op's kernel on zeros of the op's input shapes and dtypes, with its attributes and this
+process's number of threads, so that numba compiles the same specializations into the cache both processes share.
+This process runs the step from the front; the two meet in the middle. A step whose op the helper is compiling waits
+for it (``Helper.then``), compiling meanwhile the jobs at the end of the helper's list that it has not started, and
+then loads the kernel from the cache; an op the helper has not started is compiled here, and the helper, told so,
+skips it. Ops whose kernels call the same costly compiled code (``KIN``: the
+attention kernels all call ``_exponentials``) are compiled by one process, so that numba compiles that code once:
+the helper does them last, and when this process takes one, it takes and compiles the others with it.
+With one core, with the cache off, where no process can be started, or with ``ATTNGRAPH_COMPILE_AHEAD=0``,
+everything compiles here as before. The helper's errors are its own (its output on stderr is dropped): a kernel
+it could not compile compiles here. Figures: benchmarks/MEASUREMENTS.md.
 """
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ import threading
 import numba
 import numpy as np
 
-from ops.cpu import attention, cross_entropy, embedding, fused, layer_norm, softmax
+from ops.cpu import attention, cross_entropy, embedding, fused, gelu, layer_norm, softmax
 
 
 def _twins(kernel) -> tuple:
@@ -57,9 +61,15 @@ COSTLY = {          # op -> (attrs, input dtype names) -> the dispatchers whose 
     "log_softmax_grad": _written(softmax._log_softmax_backward_rows),
     "cross_entropy": _written(cross_entropy._cross_entropy_rows),
     "cross_entropy_grad": _written(cross_entropy._cross_entropy_backward_rows),
+    "gelu": _written(gelu._forward),
+    "gelu_grad": _written(gelu._backward),
     "gather": _written(embedding._gather_rows),
     "scatter_add": _written(embedding._scatter_add_rows),
     "fused": _generated,
+}
+
+KIN = {             # op -> its kin: ops whose kernels call the same costly compiled code, compiled in one process
+    "attention": "attention", "attention_grad": "attention", "attention_bias_grad": "attention",
 }
 
 _given: dict[tuple, tuple[Helper, int]] = {}     # job -> the helper compiling it, and its number there
@@ -69,15 +79,26 @@ _lock = threading.Lock()
 def start(jobs: list[tuple | None]) -> list[tuple[Helper, int] | None]:
     """For each of ``jobs`` (op, attrs, ((shape, dtype name), ...)), or None for a step that is not one, the helper
     compiling it and its number there, or None where it compiles here. The costly ones whose kernels are not
-    compiled yet, here or in the cache, and not given to a helper before, go to a new helper, last first."""
+    compiled yet, here or in the cache, and not given to a helper before, go to a new helper, last first, but
+    kin together after the others, first first (``KIN``)."""
     with _lock:
         fresh = [job for job in dict.fromkeys(reversed(jobs)) if job is not None and job not in _given
                  and _cold(job)]
         if fresh and _can_help():
+            fresh = _kin_last(fresh)
             helper = Helper(fresh)
             if helper.process is not None:
                 _given.update((job, (helper, i)) for i, job in enumerate(fresh))
         return [_given.get(job) for job in jobs]
+
+
+def _kin_last(jobs: list[tuple]) -> list[tuple]:
+    """``jobs`` (last first) with the kin among them moved after the others, each family together, first first."""
+    family = [KIN.get(op) for op, _, _ in jobs]
+    shared = [f for f in dict.fromkeys(reversed(family)) if f is not None and family.count(f) > 1]
+    first_first = list(zip(reversed(jobs), reversed(family)))
+    return [job for job, f in zip(jobs, family) if f not in shared] + \
+        [job for f in shared for job, g in first_first if g == f]
 
 
 def job(op: str, attrs: dict, inputs: list[tuple[tuple[int, ...], np.dtype]]) -> tuple | None:
@@ -119,7 +140,7 @@ class Helper:
     those it is told (``taken``) before it starts them."""
 
     def __init__(self, jobs: list[tuple]):
-        self.started, self.done, self.taken, self.finished = set(), set(), set(), False
+        self.jobs, self.started, self.done, self.taken, self.finished = jobs, set(), set(), set(), False
         self._changed = threading.Condition()
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))}
@@ -150,39 +171,66 @@ class Helper:
         atexit.unregister(self.process.kill)
 
     def then(self, i: int, kernel, *args):
-        """``kernel(*args)`` once the helper has compiled job i if it is compiling it; if it has not started it,
-        it is told to skip it, and the kernel compiles here."""
+        """``kernel(*args)`` once the helper has compiled job i if it is compiling it, this process compiling
+        meanwhile the helper's last jobs not started, taken from it. A job i the helper has not started is taken
+        from it, with its kin: they compile here."""
         with self._changed:
-            if i not in self.started and i not in self.taken and not self.finished:
-                self._tell_taken(i)
-            while i in self.started and i not in self.done and not self.finished:
-                self._changed.wait()
-        return kernel(*args)
+            kin = self._take(i)[1:]
+        while True:
+            with self._changed:
+                if i not in self.started or i in self.done or self.finished:
+                    break
+                spare = self._take(max(filter(self._open, range(len(self.jobs))), default=None))
+                if not spare:
+                    self._changed.wait()
+            for k in spare:
+                compile_job(self.jobs[k])
+        result = kernel(*args)
+        for k in kin:
+            compile_job(self.jobs[k])
+        return result
 
-    def _tell_taken(self, i: int) -> None:
-        self.taken.add(i)
+    def _open(self, i: int) -> bool:
+        return i not in self.started and i not in self.taken and not self.finished
+
+    def _take(self, i: int | None) -> list[int]:
+        """Job i and its kin that the helper has not started, now taken from it (none when i is not open)."""
+        if i is None or not self._open(i):
+            return []
+        family = KIN.get(self.jobs[i][0])
+        taken = [i] + [k for k, (op, _, _) in enumerate(self.jobs)
+                       if k != i and family is not None and KIN.get(op) == family and self._open(k)]
+        self.taken.update(taken)
         try:
-            self.process.stdin.write(f"{i}\n")
+            self.process.stdin.write("".join(f"{k}\n" for k in taken))
             self.process.stdin.flush()
         except OSError:             # it has just exited
             pass
+        return taken
+
+
+def compile_job(job: tuple) -> None:
+    """Compile a job's kernels by calling them on zeros of its inputs' shapes and dtypes, with its attributes. A
+    kernel that refuses zeros is left to compile at its first real call."""
+    from ops.cpu.backend import BACKEND
+    op, attrs, inputs = job
+    try:
+        BACKEND.kernels[op](*(np.zeros(shape, dtype) for shape, dtype in inputs), **dict(attrs))
+    except Exception:
+        pass
 
 
 def main(threads: int) -> None:
     """The helper: compile the jobs read from the first line of the input, skipping those the parent takes
     (the numbers it writes on the following lines)."""
-    from ops.cpu.backend import BACKEND
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     jobs, taken = ast.literal_eval(sys.stdin.readline()), set()
     threading.Thread(target=lambda: taken.update(int(line) for line in sys.stdin), daemon=True).start()
-    for i, (op, attrs, inputs) in enumerate(jobs):
+    for i, spec in enumerate(jobs):
         if i in taken:
             continue
         print("start", i, flush=True)
-        try:
-            BACKEND.kernels[op](*(np.zeros(shape, dtype) for shape, dtype in inputs), **dict(attrs))
-        except Exception:           # zeros a kernel refuses: the parent compiles it at its first real call
-            pass
+        compile_job(spec)
         print("done", i, flush=True)
 
 

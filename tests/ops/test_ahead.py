@@ -32,6 +32,17 @@ def test_no_helper_for_kernels_compiled_already():
     assert ahead.start([job, None]) == [None, None]
 
 
+def test_kin_go_after_the_others_each_family_together_first_first():
+    spec = {op: (op, (), ()) for op in ("gather", "attention", "cross_entropy", "softmax", "cross_entropy_grad",
+                                          "attention_grad", "scatter_add", "layer_norm")}
+    last_first = [spec[op] for op in ("scatter_add", "attention_grad", "cross_entropy_grad", "softmax",
+                                      "cross_entropy", "attention", "gather")]
+    assert ahead._kin_last(last_first) == [spec[op] for op in (
+        "scatter_add", "cross_entropy_grad", "softmax", "cross_entropy", "gather", "attention", "attention_grad")]
+    alone = [spec["layer_norm"], spec["attention"], spec["gather"]]          # one of a family stays in its place
+    assert ahead._kin_last(alone) == alone
+
+
 def test_no_helper_when_turned_off(monkeypatch):
     monkeypatch.setenv("ATTNGRAPH_COMPILE_AHEAD", "0")
     assert not ahead._can_help()
@@ -41,7 +52,7 @@ SCRIPT = textwrap.dedent("""
     import time
     import numpy as np
     import attngraph as ag
-    from ops.cpu import ahead, cross_entropy, layer_norm
+    from ops.cpu import ahead, cross_entropy, embedding, gelu, layer_norm
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((6, 5)).astype(np.float32)
@@ -76,6 +87,32 @@ SCRIPT = textwrap.dedent("""
     while helper.process.returncode is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert helper.process.stdin.closed and helper.process.stdout.closed
+
+    # a job this process takes before the helper starts it brings its kin: they compile here, the helper skips them
+    ahead.KIN.update(gather="embedding", scatter_add="embedding")      # a family for this test
+    rows, index = ((8, 3), x.dtype), ((4,), np.dtype(np.int64))
+    jobs = [ahead.job("gather", {}, [rows, index]),
+            ahead.job("scatter_add", {"num_rows": 8}, [((4, 3), x.dtype), index])]
+    [(helper, gather), (_, scatter)] = ahead.start(jobs)
+    assert helper.jobs == jobs                              # kin last, first first
+    helper.then(gather, lambda: None)
+    finish(helper)
+    assert not helper.started & {gather, scatter}, helper.started
+    assert embedding._scatter_add_rows.serial.signatures or embedding._scatter_add_rows.parallel.signatures
+
+    # while it waits for a job the helper is compiling, this process compiles the helper's last jobs, taken from it
+    x_spec = ((6, 5), x.dtype)
+    jobs = [ahead.job("gelu", {"approximate": "tanh"}, [x_spec]),
+            ahead.job("gelu_grad", {"approximate": "tanh"}, [x_spec, x_spec]),
+            ahead.job("log_softmax_grad", {"causal": False}, [x_spec, x_spec])]
+    [(helper, forward), _, (_, first)] = ahead.start(jobs)
+    deadline = time.monotonic() + 120
+    while first not in helper.started and not helper.finished and time.monotonic() < deadline:
+        time.sleep(0.01)
+    helper.then(first, lambda: None)
+    assert forward in helper.taken and forward not in helper.started, (helper.taken, helper.started)
+    assert gelu._forward.serial.signatures or gelu._forward.parallel.signatures
+    finish(helper)
 
     # an executable hands its costly ops to a helper at its first run; its results do not depend on who compiled
     targets = rng.integers(0, 5, 6)
