@@ -1,21 +1,21 @@
 """Costly kernels compiled ahead, in a helper process on another core, while this process compiles the rest.
 
-Numba compiles a kernel at its first call, one at a time (its compiler holds a process-wide lock), so a
-program's first step on a cold cache compiles its kernels in sequence: 12.5 s for the copy demo, 6 of them
-for the two flash-attention kernels. When an executable first runs on the CPU, ``start`` gives the costly
-ops of its schedule (``COSTLY``: attention, GELU, the row kernels of norms, softmax, losses and embeddings, and the
-generated elementwise kernels) whose kernels numba's cache does not hold yet to a helper process, last first.
-The helper calls each op's kernel on zeros of the op's input shapes and dtypes, with its attributes and this
-process's number of threads, so that numba compiles the same specializations into the cache both processes share.
-This process runs the step from the front; the two meet in the middle. A step whose op the helper is compiling waits
-for it (``Helper.then``), compiling meanwhile the jobs at the end of the helper's list that it has not started, and
-then loads the kernel from the cache; an op the helper has not started is compiled here, and the helper, told so,
-skips it. Ops whose kernels call the same costly compiled code (``KIN``: the
-attention kernels all call ``_exponentials``) are compiled by one process, so that numba compiles that code once:
-the helper does them last, and when this process takes one, it takes and compiles the others with it.
-With one core, with the cache off, where no process can be started, or with ``ATTNGRAPH_COMPILE_AHEAD=0``,
-everything compiles here as before. The helper's errors are its own (its output on stderr is dropped): a kernel
-it could not compile compiles here. Figures: benchmarks/MEASUREMENTS.md.
+Numba compiles a kernel at its first call, one at a time (its compiler holds a process-wide lock), so a program's
+first step on a cold cache compiles its kernels in sequence: 12.5 s for the copy demo, 6 of them for the two
+flash-attention kernels. When an executable first runs on the CPU, ``start`` gives the costly ops of its schedule
+(``COSTLY``: attention, GELU, the row kernels of norms, softmax, losses and embeddings, and the generated
+elementwise kernels) whose kernels numba's cache does not hold yet to a helper process, last first. The helper
+calls each op's kernel on zeros of the op's input shapes and dtypes, with its attributes and this process's number
+of threads, so that numba compiles the same specializations into the cache both processes share. This process runs
+the step from the front; the two meet in the middle. A step whose op the helper is compiling waits for it
+(``Helper.then``), compiling meanwhile the jobs at the end of the helper's list that it has not started, and then
+loads the kernel from the cache; an op the helper has not started is compiled here, and the helper, told so, skips
+it. Ops whose kernels call the same costly compiled code (``KIN``: the attention kernels all call
+``_exponentials``) are compiled by one process, so that numba compiles that code once: the helper does them last,
+and when this process takes one, it takes and compiles the others with it. With one core, with the cache off, where
+no process can be started, or with ``ATTNGRAPH_COMPILE_AHEAD=0``, everything compiles here as before. The helper's
+errors are its own (its output on stderr is dropped): a kernel it could not compile compiles here. Figures:
+benchmarks/MEASUREMENTS.md.
 """
 from __future__ import annotations
 
