@@ -79,6 +79,10 @@ class Optimizer:
             setattr(self, name, value)
         self.steps = 0
         self.state = {key: [backend_of(p.data).zeros_like(p.data) for _, p in self.named] for key in self.state_names(settings)}
+        if self.update_kernel is not None:
+            compile_ahead(*self.update_kernel, (p for _, p in self.named))
+
+    update_kernel: tuple[str, int, dict] | None = None      # the update's kernel, for ``compile_ahead``
 
     @staticmethod
     def state_names(settings: dict) -> tuple[str, ...]:
@@ -207,6 +211,8 @@ class SGD(Optimizer):
     def state_names(settings):
         return ("momentum_buffer",) if settings["momentum"] else ()
 
+    update_kernel = ("sgd", 3, {"lr": 0.0})
+
     def update(self, param, grad, state, scale):
         _kernel("sgd", param)(param, grad, state[0] if state else None, self.lr, self.momentum, self.weight_decay,
                               self.nesterov, scale)
@@ -231,6 +237,10 @@ class Adam(Optimizer):
     @staticmethod
     def state_names(settings):
         return ("m", "v")
+
+    @property
+    def update_kernel(self):
+        return self.rule, 4, {"lr": 0.0, "step": 1}
 
     def update(self, param, grad, state, scale):
         m, v = state
@@ -270,6 +280,16 @@ class GradientAccumulator:
                 if total is not None:
                     _kernel("accumulate", total)(total, g)
         self.count += 1
+
+
+def compile_ahead(kernel: str, arrays: int, attrs: dict, params: Iterable[Parameter]) -> None:
+    """Have the helper process that compiles the first step's kernels on a cold cache (ops/cpu/ahead.py) compile
+    first the optimizer kernel ``kernel``, which runs after the step, for the dtype of each CPU parameter among
+    ``params``, by calling it on ``arrays`` flat arrays of zeros with the keyword arguments ``attrs``."""
+    dtypes = sorted({p.dtype.name for p in params if p.device == "cpu"})
+    if dtypes:
+        from ops.cpu import ahead
+        ahead.expect([ahead.job(kernel, attrs, [((1,), dtype)] * arrays) for dtype in dtypes])
 
 
 def global_norm(grads: Iterable[np.ndarray | None]) -> float:

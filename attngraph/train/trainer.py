@@ -84,7 +84,7 @@ from ..errors import AttnGraphError, CheckpointError, DataError, NonFiniteError
 from ..nn import checks
 from ..version import __version__
 from . import checkpoint, distributed
-from .optim import GradientAccumulator, Optimizer, clip_factor, global_norm
+from .optim import GradientAccumulator, Optimizer, clip_factor, compile_ahead, global_norm
 from .progress import CompileProgress, StepClock
 from .schedules import Schedule, from_config
 
@@ -143,6 +143,7 @@ class Trainer:
         checks.flag("compile_progress", compile_progress)
         self._to_host = backend(device).get
         self.model, self.loss_fn, self.optimizer, self.schedule = model.to(device), loss_fn, optimizer, schedule
+        compile_ahead("sum_of_squares", 1, {}, (p for _, p in optimizer.named))     # the norm of every step
         self.inputs, self.device, self.clip, self.accumulate = inputs, device, clip, accumulate
         self.eval_every, self.eval_fn, self.patience = eval_every, eval_fn, patience
         self.monitor, self.mode = monitor, mode

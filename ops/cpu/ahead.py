@@ -4,9 +4,10 @@ Numba compiles a kernel at its first call, one at a time (its compiler holds a p
 first step on a cold cache compiles its kernels in sequence: 12.5 s for the copy demo, 6 of them for the two
 flash-attention kernels. When an executable first runs on the CPU, ``start`` gives the costly ops of its schedule
 (``COSTLY``: attention, GELU, the row kernels of norms, softmax, losses and embeddings, and the generated
-elementwise kernels) whose kernels numba's cache does not hold yet to a helper process, last first. The helper
-calls each op's kernel on zeros of the op's input shapes and dtypes, with its attributes and this process's number
-of threads, so that numba compiles the same specializations into the cache both processes share. This process runs
+elementwise kernels) whose kernels numba's cache does not hold yet to a helper process, last first, after the
+optimizer's kernels that follow the step, given to ``expect`` beforehand. The helper calls each op's kernel on
+zeros of the op's input shapes and dtypes, with its attributes and this process's number of threads, so that numba
+compiles the same specializations into the cache both processes share. This process runs
 the step from the front; the two meet in the middle. A step whose op the helper is compiling waits for it
 (``Helper.then``), compiling meanwhile the jobs at the end of the helper's list that it has not started, and then
 loads the kernel from the cache; an op the helper has not started is compiled here, and the helper, told so, skips
@@ -30,7 +31,7 @@ import threading
 import numba
 import numpy as np
 
-from ops.cpu import attention, cross_entropy, embedding, fused, gelu, layer_norm, softmax
+from ops.cpu import attention, cross_entropy, embedding, fused, gelu, layer_norm, optim, softmax
 
 
 def _twins(kernel) -> tuple:
@@ -66,6 +67,10 @@ COSTLY = {          # op -> (attrs, input dtype names) -> the dispatchers whose 
     "gather": _written(embedding._gather_rows),
     "scatter_add": _written(embedding._scatter_add_rows),
     "fused": _generated,
+    "sgd": _written(optim._sgd),
+    "adam": _written(optim._adam),
+    "adamw": _written(optim._adam),
+    "sum_of_squares": _written(optim._sum_of_squares),
 }
 
 KIN = {             # op -> its kin: ops whose kernels call the same costly compiled code, compiled in one process
@@ -73,17 +78,27 @@ KIN = {             # op -> its kin: ops whose kernels call the same costly comp
 }
 
 _given: dict[tuple, tuple[Helper, int]] = {}     # job -> the helper compiling it, and its number there
+_expected: list[tuple] = []                     # jobs for the next helper to compile first (``expect``)
 _lock = threading.Lock()
+
+
+def expect(jobs: list[tuple | None]) -> None:
+    """Have the next helper compile ``jobs`` (None: not one) before all others: kernels that run after the step
+    whose kernels it compiles, as the optimizer's update and the gradient norm (attngraph/train/optim.py), which
+    would otherwise compile in this process once the step is done."""
+    with _lock:
+        _expected.extend(job for job in jobs if job is not None and job not in _expected)
 
 
 def start(jobs: list[tuple | None]) -> list[tuple[Helper, int] | None]:
     """For each of ``jobs`` (op, attrs, ((shape, dtype name), ...)), or None for a step that is not one, the helper
     compiling it and its number there, or None where it compiles here. The costly ones whose kernels are not
     compiled yet, here or in the cache, and not given to a helper before, go to a new helper, last first, but
-    kin together after the others, first first (``KIN``)."""
+    kin together after the others, first first (``KIN``); the jobs ``expect`` was given come before them all."""
     with _lock:
-        fresh = [job for job in dict.fromkeys(reversed(jobs)) if job is not None and job not in _given
+        fresh = [job for job in dict.fromkeys([*_expected, *reversed(jobs)]) if job is not None and job not in _given
                  and _cold(job)]
+        _expected.clear()
         if fresh and _can_help():
             fresh = _kin_last(fresh)
             helper = Helper(fresh)

@@ -129,6 +129,25 @@ SCRIPT = textwrap.dedent("""
     for helper in step._helpers.copy():         # once its helpers are done, the step no longer calls through them
         finish(helper)
     assert np.array_equal(step(x=x, t=targets)[1], grad) and not step._helpers
+
+    # an optimizer's update and the norm, which follow the step, go first to the next helper, and load from the cache
+    from attngraph.core.parameter import Parameter
+    from attngraph.train.optim import AdamW, compile_ahead
+    from ops.cpu import optim
+    weights = [Parameter(np.ones(3))]
+    AdamW(weights)
+    compile_ahead("sum_of_squares", 1, {}, weights)
+    [(helper, _)] = ahead.start([ahead.job("softmax", {"causal": True}, [((3, 4), np.dtype(np.float64))])])
+    assert [job[0] for job in helper.jobs] == ["adamw", "sum_of_squares", "softmax"], helper.jobs
+    assert [job[2] for job in helper.jobs[:2]] == [(((1,), "float64"),) * 4, (((1,), "float64"),)]
+    finish(helper)
+    assert helper.done == {0, 1, 2}, helper.done
+    p, g, m, v = np.ones(3), np.full(3, 0.5), np.zeros(3), np.zeros(3)
+    optim.adamw(p, g, m, v, lr=0.1, step=1, weight_decay=0.0)
+    assert np.allclose(p, 0.9) and np.allclose(m, 0.05) and np.isclose(optim.sum_of_squares(g), 0.75)
+    for kernel in (optim._adam, optim._sum_of_squares):
+        assert sum(kernel.stats.cache_hits.values()) == 1 and not kernel.stats.cache_misses, kernel.stats
+    assert not ahead._expected
     print("ok")
 """)
 
