@@ -110,7 +110,9 @@ SERIAL_2D_MAX = 2 ** 21           # multiply-adds of the largest 2-D product Num
 def matmul(a, b, transpose_a=False, transpose_b=False):
     """op(a) @ op(b) for op(a) (..., M, K) and op(b) (..., K, N). Where NumPy makes a 2-D product, a 2-D operand
     whose rows are strided but whose entries in a row are adjacent (a column slice) is read in place, as BLAS's
-    leading dimension; every other operand is made C-contiguous first (numba's np.dot reads C- or F-ordered
+    leading dimension, and so is a batch of a's rows that folds into one such matrix (a column slice of a
+    (B, T, F) array: HAN's (192, 10, 192) gate gradients read from the scan's (192, 10, 448) output took 629 µs
+    copied, 258 in place); every other operand is made C-contiguous first (numba's np.dot reads C- or F-ordered
     arrays only)."""
     a, b = np.asarray(a), np.asarray(b)
     m, k = a.shape[:-3:-1] if transpose_a else a.shape[-2:]
@@ -119,16 +121,16 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
     if max(a.ndim, b.ndim) > 2 and math.prod(a.shape[:-2]) == math.prod(b.shape[:-2]) == 1:     # one product
         batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
         return matmul(a.reshape(a.shape[-2:]), b.reshape(b.shape[-2:]), transpose_a, transpose_b).reshape(*batch, m, n)
-    two_d = b.ndim == 2 and (a.ndim == 2 or not transpose_a)
-    a, b = (_in_place(x) if two_d and size <= _NUMPY_MAX else np.ascontiguousarray(x) for x in (a, b))
-    if two_d:
-        a2 = a.T if transpose_a else a.reshape(math.prod(a.shape[:-1]), k)
-        b2 = b.T if transpose_b else b
+    if b.ndim == 2 and (a.ndim == 2 or not transpose_a):
+        ready = _in_place if size <= _NUMPY_MAX else np.ascontiguousarray
+        a2 = ready(a).T if transpose_a else ready(a.reshape(math.prod(a.shape[:-1]), k))
+        b2 = ready(b).T if transpose_b else ready(b)
         if size > _NUMPY_MAX:
             return _matmul_2d(a2, b2).reshape(*a.shape[:-2], m, n)
         if size <= SERIAL_2D_MAX and _numpy_on_one_thread is not None:
             return _on_one_thread(a2, b2).reshape(*a.shape[:-2], m, n)
         return numpy_matmul(a2, b2).reshape(*a.shape[:-2], m, n)
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
     if m * k * n <= _NUMPY_BATCHED_MAX and k > 1:
         return numpy_matmul(a.swapaxes(-1, -2) if transpose_a else a, b.swapaxes(-1, -2) if transpose_b else b)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])

@@ -128,6 +128,22 @@ def test_column_slices_are_read_as_their_copies(numpy_max, rows, transposed, rng
     assert np.array_equal(product, cpu_matmul(np.ascontiguousarray(a), np.ascontiguousarray(b), *transposed))
 
 
+@pytest.mark.parametrize("rows", [6, 700])
+@pytest.mark.parametrize("folds", [True, False])
+def test_a_batch_of_rows_that_folds_into_a_column_slice_is_read_in_place(rows, folds, rng, monkeypatch):
+    """HAN's gate gradients, a (192, 10, 192) column slice of the scan's (192, 10, 448) output, times a weight:
+    one 2-D product that reads them in place; a batch whose rows do not fold into one matrix (its middle axis
+    sliced too) is copied. Either way the product is the copy's."""
+    seen = []
+    monkeypatch.setattr(cpu_matmul_module, "numpy_matmul", lambda x, y: seen.append(x) or np.matmul(x, y))
+    wide = rng.standard_normal((4, rows, 60)).astype(np.float32)
+    a = wide[:, :, 5:45] if folds else wide[:, 1:, 5:45]
+    b = rng.standard_normal((30, 40)).astype(np.float32)
+    product = cpu_matmul(a, b, False, True)
+    assert np.shares_memory(seen[0], wide) == folds
+    assert np.array_equal(product, cpu_matmul(np.ascontiguousarray(a), b, False, True))
+
+
 @pytest.mark.parametrize("transpose_a", [True, False])
 def test_a_column_of_one_read_at_a_stride_is_the_copys(transpose_a, rng):
     """Show-Attend-Tell's (320, 64)ᵀ @ (320, 1), the column cut from a (320, 810) array: NumPy's matrix-vector
