@@ -43,6 +43,27 @@ def test_kin_go_after_the_others_each_family_together_first_first():
     assert ahead._kin_last(alone) == alone
 
 
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+@pytest.mark.parametrize("rule", ["sgd", "adam", "adamw"])
+def test_an_optimizers_job_compiles_the_specialization_its_update_calls(rule, momentum, monkeypatch):
+    """The job an optimizer expects (its ``update_kernel``) must be callable as written: the helper swallows a
+    kernel's errors, so a wrong one would compile nothing, silently. SGD without momentum passes an empty buffer,
+    one specialization with the job's."""
+    from attngraph.core.parameter import Parameter
+    from attngraph.train.optim import SGD, Adam, AdamW
+    monkeypatch.setattr(ahead, "_expected", [])
+    weight = Parameter(np.ones(3, np.float32))
+    optimizer = {"sgd": lambda: SGD([weight], lr=0.1, momentum=momentum), "adam": lambda: Adam([weight]),
+                 "adamw": lambda: AdamW([weight])}[rule]()
+    [job] = ahead._expected
+    assert job[0] == rule
+    ahead.compile_job(job)
+    [dispatcher] = ahead.COSTLY[rule]({}, ("float32",))
+    compiled = set(dispatcher.signatures)
+    optimizer.step([np.full(3, 0.5, np.float32)])
+    assert set(dispatcher.signatures) == compiled and any(str(sig[0].dtype) == "float32" for sig in compiled)
+
+
 def test_no_helper_when_turned_off(monkeypatch):
     monkeypatch.setenv("ATTNGRAPH_COMPILE_AHEAD", "0")
     assert not ahead._can_help()
