@@ -11,6 +11,7 @@ from .render import html  # noqa: F401  (Graph.to_html; ~1 ms)
 from .core import (Executable, Graph, Input, Node, Parameter, debug, grad, gradients, no_grad, trace,
                    value_and_grad)
 from .core.functional import *  # noqa: F403  (the functional API, as its __all__ lists it)
+from .core.additive import additive_scores
 from .core.sdpa import scaled_dot_product_attention
 from .errors import (AttnGraphError, BindingError, CheckpointError, DataError, DeviceError, DTypeError, ExportError,
                      NonFiniteError, RenderError, ShapeError, TracingError)

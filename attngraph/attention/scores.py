@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from ..core import functional as F
+from ..core.additive import additive_scores
 from ..core.parameter import Parameter
 from ..nn import Linear, Module, init
 from ..nn.checks import flag, integer, positive, sizes
@@ -44,8 +45,8 @@ class GeneralScore(Module):
 class AdditiveScore(Module):
     """score(q, k) = vᵀ tanh(W₁q + W₂k) (Bahdanau et al. 2015), a one-hidden-layer MLP of both.
 
-    The two projections are computed once per query and once per key, then broadcast against each other:
-    (..., Tq, 1, H) + (..., 1, Tk, H)."""
+    The two projections are computed once per query and once per key; ``core.additive.additive_scores`` takes
+    them to the scores without holding the (..., Tq, Tk, H) hidden tensor."""
 
     def __init__(self, query_dim: int, key_dim: int, hidden: int, rng=None):
         super().__init__()
@@ -55,8 +56,7 @@ class AdditiveScore(Module):
         self.v = Parameter(init.uniform((hidden,), 1 / math.sqrt(hidden), rng=rng))
 
     def forward(self, q, k):
-        hidden = F.tanh(F.expand_dims(self.w_query(q), -2) + F.expand_dims(self.w_key(k), -3))
-        return hidden @ self.v
+        return additive_scores(self.w_query(q), self.w_key(k), self.v)
 
 
 class ConcatScore(Module):
@@ -74,8 +74,7 @@ class ConcatScore(Module):
 
     def forward(self, q, k):
         w_q, w_k = F.split(self.w.weight, [self.query_dim, self.w.weight.shape[0] - self.query_dim], axis=0)
-        hidden = F.tanh(F.expand_dims(q @ w_q, -2) + F.expand_dims(k @ w_k + self.w.bias, -3))
-        return hidden @ self.v
+        return additive_scores(q @ w_q, k @ w_k + self.w.bias, self.v)
 
 
 class CosineScore(Module):

@@ -53,3 +53,9 @@ def scaled_dot_product_attention(q, k, v, mask=None, bias=None, causal: bool = F
     if bias is not None:
         scores = scores + bias
     return F.matmul(F.softmax(scores, mask=mask, causal=causal), v)
+
+
+def additive_scores(a, b, v):
+    """vᵀ tanh(a_i + b_j) for every query a_i (..., Tq, H) and key b_j (..., Tk, H), through the broadcast
+    (..., Tq, Tk, H) hidden tensor."""
+    return F.matmul(F.tanh(F.expand_dims(a, -2) + F.expand_dims(b, -3)), v)

@@ -345,6 +345,14 @@ def _attention(b, node, q, k, v, *extra, causal, scale, layout="bhtd"):
     return b.op("Transpose", out, perm=swap) if swap else out
 
 
+def _additive_scores(b, node, a, keys, v):
+    """vᵀ tanh(a_i + b_j): the queries and keys unsqueezed to (..., Tq, 1, H) and (..., 1, Tk, H), as composed."""
+    rank = len(node.inputs[0].shape)
+    hidden = b.op("Tanh", b.op("Add", b.op("Unsqueeze", a, b.ints([rank - 1])),
+                               b.op("Unsqueeze", keys, b.ints([rank - 2]))))
+    return b.op("MatMul", hidden, v)
+
+
 def _gelu(b, node, x, bias=None, *, approximate):
     """0.5 z (1 + erf(z / √2)), or 0.5 z (1 + tanh(√(2/π) (z + 0.044715 z³))), z = x (+ bias); 0 below z = −10,
     as attngraph's kernels (ops/cpu/mathfn.py), where the formula gives −inf · 0 = NaN at −inf."""
@@ -637,6 +645,7 @@ CONVERTERS: dict[str, Callable] = {
                                                              epsilon=eps),
     "gelu": _gelu,
     "attention": _attention,
+    "additive_scores": _additive_scores,
     "cross_entropy": _cross_entropy,
     "conv2d": lambda b, node, x, w, *, stride, padding, dilation, groups: b.op(
         "Conv", x, w, strides=list(stride), pads=_pads(padding), dilations=list(dilation), group=groups),
@@ -654,7 +663,8 @@ CONVERTERS: dict[str, Callable] = {
 ``_simple`` ops pass their attributes on (concat's axis, transpose's perm)."""
 
 NO_ONNX_FORM: dict[str, str] = {
-    **dict.fromkeys(("adaptive_avg_pool2d_grad", "adaptive_max_pool2d_grad", "attention_bias_grad", "attention_grad",
+    **dict.fromkeys(("adaptive_avg_pool2d_grad", "adaptive_max_pool2d_grad", "additive_scores_grad",
+                     "attention_bias_grad", "attention_grad",
                      "avg_pool2d_grad", "conv2d_weight_grad", "cross_entropy_grad", "gelu_grad", "layer_norm_grad",
                      "layer_norm_params_grad", "log_softmax_grad", "max_pool2d_grad", "ring_attention_grad",
                      "scatter_add", "scatter_slice", "softmax_grad"),

@@ -31,7 +31,7 @@ import threading
 import numba
 import numpy as np
 
-from ops.cpu import attention, cross_entropy, embedding, fused, gelu, layer_norm, optim, softmax
+from ops.cpu import additive, attention, cross_entropy, embedding, fused, gelu, layer_norm, optim, softmax
 
 
 def _twins(kernel) -> tuple:
@@ -50,6 +50,8 @@ def _generated(attrs: dict, dtypes: tuple) -> tuple:
 
 
 COSTLY = {          # op -> (attrs, input dtype names) -> the dispatchers whose cache entries say if it is compiled
+    "additive_scores": _written(additive._scores),
+    "additive_scores_grad": _written(additive._backward),
     "attention": _written(attention._forward_tiles),
     "attention_grad": _written(attention._backward_heads),
     "attention_bias_grad": _written(attention._backward_heads),

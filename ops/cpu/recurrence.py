@@ -21,7 +21,8 @@ time, each node one statement on arrays named after it, so that a step costs its
             carry = step_columns(out, t, 0, d1)
 
 Each op is written by one emitter of ``EMITTERS``, from the same definitions its kernel uses: a fused node's scalar
-function (ops/cpu/fused.py) in a loop nest over its output, softmax's and the sums' serial row kernels, BLAS through
+function (ops/cpu/fused.py) in a loop nest over its output, the serial kernels of softmax, the sums and the additive
+scores (ops/cpu/additive.py), BLAS through
 ``np.dot`` for products. A slice of columns (of a sequence's step, of a row) is read where it lies (``Window``).
 A body with an op no emitter writes (or a form one does not handle) is not generated: the
 body's executable then runs once per step (``Body.run``). Sizes are arguments (``Sizes``), so that bodies differing only
@@ -36,7 +37,7 @@ import functools
 import numpy as np
 from numba import njit
 
-from ops.cpu import reduce, softmax
+from ops.cpu import additive, reduce, softmax
 from ops.cpu.fused import conversions, load_source, ops_of, scalar_source
 from ops.cpu.matmul import dot_into, with_serial_blas
 from ops.cpu.threads import beside_another, in_threads
@@ -187,8 +188,8 @@ def _source(graph) -> tuple[str, list, tuple]:
         "from numba import njit",
         *(["from numpy import " + ", ".join(sorted(conversions))] if conversions else []),
         "from ops.cpu.fused import SCALAR",
-        "from ops.cpu.recurrence import (bmm, columns, put, softmax_rows, softmax_backward_rows, step_columns, "
-        "sum_rows, sum_middle)",
+        "from ops.cpu.recurrence import (additive_scores_rows, additive_scores_backward_rows, bmm, columns, put, "
+        "softmax_rows, softmax_backward_rows, step_columns, sum_rows, sum_middle)",
         *(f"{op} = SCALAR['{op}']" for op in _scalar_ops(graph)),
     ]
     output_width = sizes(out.shape[1])
@@ -444,16 +445,29 @@ def _sum(node, values, sizes):
     return _assign(node, values, f"{total}.reshape({_dims(node.shape, sizes)})")
 
 
+def _additive_scores(node, values, sizes):
+    a, b, v = (f"np.ascontiguousarray({values.array(x)})" for x in node.inputs)
+    return _assign(node, values, f"additive_scores_rows({a}, {b}, {v}).reshape({_dims(node.shape, sizes)})")
+
+
+def _additive_scores_grad(node, values, sizes):
+    g, a, b, v = (f"np.ascontiguousarray({values.array(x)})" for x in node.inputs)
+    return _assign(node, values, f"additive_scores_backward_rows({g}, {a}, {b}, {v})"
+                                 f".reshape({_dims(node.shape, sizes)})")
+
+
 def _product(dims, sizes: Sizes) -> str:
     return "*".join(sizes(d) for d in dims) or "1"
 
 
 EMITTERS = {"fused": _fused, "matmul": _matmul, "reshape": _reshape, "getitem": _getitem, "concat": _concat,
-            "softmax": _softmax, "softmax_grad": _softmax_grad, "sum": _sum}
+            "softmax": _softmax, "softmax_grad": _softmax_grad, "sum": _sum,
+            "additive_scores": _additive_scores, "additive_scores_grad": _additive_scores_grad}
 
 
 _softmax_serial, _softmax_backward_serial = softmax._softmax_rows.serial, softmax._softmax_backward_rows.serial
 sum_rows, sum_middle = reduce._sum_rows.serial, reduce._sum_middle.serial
+_additive_scores_serial, _additive_scores_backward_serial = additive._scores.serial, additive._backward.serial
 
 
 @njit(cache=True)
@@ -511,6 +525,19 @@ def softmax_rows(x, mask, causal, tq, lowest):
 @njit(cache=True)
 def softmax_backward_rows(g, y):
     return _softmax_backward_serial(g.reshape((-1, g.shape[-1])), y.reshape((-1, y.shape[-1])))
+
+
+@njit(cache=True)
+def additive_scores_rows(a, b, v):
+    """ops/cpu/additive.py's scores of a (…, Tq, H) against b (…, Tk, H), serial, as (N, Tq, Tk)."""
+    return _additive_scores_serial(a.reshape((-1,) + a.shape[-2:]), b.reshape((-1,) + b.shape[-2:]), v)
+
+
+@njit(cache=True)
+def additive_scores_backward_rows(g, a, b, v):
+    """ops/cpu/additive.py's stacked gradient, serial, as (N, 3, max(Tq, Tk), H)."""
+    a3, b3 = a.reshape((-1,) + a.shape[-2:]), b.reshape((-1,) + b.shape[-2:])
+    return _additive_scores_backward_serial(g.reshape((a3.shape[0], a3.shape[1], b3.shape[1])), a3, b3, v)
 
 
 KERNELS = {"scan": scan}

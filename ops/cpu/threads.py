@@ -62,18 +62,19 @@ if spinning_openmp():
                   "the environment, or import attngraph first.", RuntimeWarning, stacklevel=2)
 
 
-def parallel_kernel(fn=None, **options):
+def parallel_kernel(fn=None, *, work=None, **options):
     """``fn`` compiled twice with ``@njit(cache=True, **options)``: ``run.parallel`` with ``parallel=True``,
-    called when the first argument has PARALLEL_MIN_SIZE elements or more and Numba has several threads, and
-    ``run.serial`` (``prange`` as ``range``) otherwise."""
+    called when the first argument has PARALLEL_MIN_SIZE elements or more (``work(*args)`` elements, when given)
+    and Numba has several threads, and ``run.serial`` (``prange`` as ``range``) otherwise."""
     if fn is None:
-        return functools.partial(parallel_kernel, **options)
+        return functools.partial(parallel_kernel, work=work, **options)
+    size = work or (lambda first, *rest: first.size)
     parallel = njit(parallel=True, cache=True, **options)(fn)
     serial = njit(cache=True, **options)(renamed(fn, f"{fn.__qualname__}.serial"))
 
     @functools.wraps(fn)
     def run(*args):
-        if args[0].size >= PARALLEL_MIN_SIZE and numba.get_num_threads() > 1:
+        if size(*args) >= PARALLEL_MIN_SIZE and numba.get_num_threads() > 1:
             return parallel(*args)
         return serial(*args)
 

@@ -112,6 +112,8 @@ CASES = {
     "attention": (lambda q, k, v: ag.scaled_dot_product_attention(q, k, v, causal=True),
                   lambda q, k, v: np_softmax(q @ k.swapaxes(-1, -2) / 2, np.tril(np.ones((3, 5), bool), 2)) @ v,
                   [normal((2, 3, 4)), normal((2, 5, 4)), normal((2, 5, 2))]),
+    "additive_scores": (ag.additive_scores, lambda a, b, v: np.tanh(a[..., None, :] + b[..., None, :, :]) @ v,
+                        [normal((2, 4, 3)), normal((2, 4, 3)), normal((3,))]),
 }
 
 

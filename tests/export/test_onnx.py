@@ -66,6 +66,13 @@ def test_attention_with_fewer_queries_than_keys_is_causal_bottom_right(matches):
     matches(graph, dict(q=normal(2, 3, 4), k=normal(2, 6, 4), v=normal(2, 6, 5)))
 
 
+def test_fused_additive_scores_become_the_broadcast_sum_tanh_and_product(matches):
+    v = normal(4)
+    graph = ag.trace(lambda a, b: ag.additive_scores(a, b, v), a=ag.Input(("B", "T", 4)), b=ag.Input(("B", "T", 4)))
+    assert "additive_scores" in ops(graph)
+    matches(graph, *(dict(a=normal(n, t, 4), b=normal(n, t, 4)) for n, t in [(2, 5), (1, 3)]))
+
+
 def test_transposed_matmul_operands(matches):
     """The compiler absorbs transposes into matmul's flags; the export transposes back."""
     graph = optimize(ag.trace(lambda a, b, c: (a.mT @ b.mT, a @ c.mT), a=ag.Input(("B", 4, 3)),

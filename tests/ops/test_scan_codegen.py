@@ -42,6 +42,25 @@ def attention_loss(score):
     return loss
 
 
+def pairs_loss():
+    """A step scoring every memory slot, moved by the state, against every slot: additive scores with Tq = Tk, the
+    fused primitive and its gradient inside the bodies."""
+    rng = np.random.default_rng(5)
+    score, cell = AdditiveScore(H, H, H, rng=rng), GRUCell(IN + H, H, rng=rng)
+    mixing = (rng.standard_normal((S * H, H)) / S).astype(np.float32)
+
+    def loss(x, mask):
+        memory = ag.tanh(x[:, :S, :1] * np.ones(H, np.float32))
+
+        def step(s, x_t):
+            weights = ag.softmax(score(memory + ag.expand_dims(s, 1), memory))
+            context = ag.reshape(weights @ memory, (-1, S * H)) @ mixing
+            return cell(ag.concat([x_t, context], axis=-1), s), weights
+        final, weights = ag.scan(step, memory[:, 0], x)
+        return ag.sum(final * final) + ag.sum(weights * weights)
+    return loss
+
+
 def generated_and_stepped(loss, monkeypatch):
     """The loss and its gradients computed with generated loops, then with the body's executable per step."""
     rng = np.random.default_rng(2)
@@ -67,6 +86,15 @@ def test_encoders_generated_equal_stepped(kind, bidirectional, masked, monkeypat
 @pytest.mark.parametrize("score", ["additive", "general"])
 def test_attention_steps_generated_equal_stepped(score, monkeypatch):
     generated, stepped, gradient = generated_and_stepped(attention_loss(score), monkeypatch)
+    for a, b in zip(generated, stepped):
+        np.testing.assert_array_equal(a, b)
+    assert all(np.abs(g).max() > 0 for g in generated[1:])
+
+
+def test_additive_scores_of_every_pair_generated_equal_stepped(monkeypatch):
+    generated, stepped, gradient = generated_and_stepped(pairs_loss(), monkeypatch)
+    bodies = [n.attrs["body"].graph for n in gradient.compile().graph.nodes if n.op == "scan"]
+    assert {"additive_scores", "additive_scores_grad"} <= {n.op for body in bodies for n in body.nodes}
     for a, b in zip(generated, stepped):
         np.testing.assert_array_equal(a, b)
     assert all(np.abs(g).max() > 0 for g in generated[1:])
@@ -108,7 +136,8 @@ def test_a_symbolic_size_named_like_the_loops_own_variables():
 
 def test_every_body_of_the_models_is_generated():
     """The bodies of a GRU/LSTM encoder and of an attention step, and of their gradients, are all written."""
-    for loss in (encoder_loss("gru", True, True), encoder_loss("lstm", False, False), attention_loss("additive")):
+    for loss in (encoder_loss("gru", True, True), encoder_loss("lstm", False, False), attention_loss("additive"),
+                 pairs_loss()):
         graph = ag.trace(loss, x=ag.Input(("B", max(T, S), IN)), mask=ag.Input(("B", max(T, S)), "bool")).grad()
         bodies = [n.attrs["body"] for n in graph.compile().graph.nodes if n.op == "scan"]
         assert len(bodies) >= 2

@@ -19,6 +19,12 @@ needs the row count as one dimension, so Tq and Tk must be equal (symbolic or no
 tests compare against; the compiler's ``fuse_attention`` pass (``core/passes/attention.py``) turns the
 composed attention that modules trace into these primitives when nothing reads the attention weights.
 
+``additive_scores(a, b, v)`` is Bahdanau's score of every query against every key, s = vᵀ tanh(a_i + b_j) for the
+projected queries a (..., Tq, H) and keys b (..., Tk, H) of one batch shape, (..., Tq, Tk), without the
+(..., Tq, Tk, H) hidden tensor (``ops/cpu/additive.py``); ``additive_scores_grad`` stacks da, db and each batch
+element's share of dv, (..., 3, max(Tq, Tk), H), zero-padded, under ``packable``'s condition as attention's
+gradient; dv is the sum of the shares. ``attngraph.core.additive`` chooses it or the composition.
+
 ``ring_attention(q, k, v, comm, split, causal, scale, layout)`` is self-attention over a sequence split across
 the ranks of ``comm`` (a static attribute: an mpi4py-like communicator, or None for one process), q, k, v being
 this rank's shard (``ops/cpu/ring.py``; on CUDA ``ops/cuda/ring.py``, staged through host memory; users call
@@ -169,3 +175,47 @@ def ring_attention_grad_flops(out, g, y, q, k, v, *, comm, **attrs):
 
 define("ring_attention", ring_attention_rule, flops=ring_attention_flops, vjp=ring_attention_vjp)
 define("ring_attention_grad", ring_attention_grad_rule, vjp=no_second_order, flops=ring_attention_grad_flops)
+
+
+def additive_scores_rule(a, b, v):
+    require_float(a, b, v)
+    if len(a.shape) < 2 or len(b.shape) != len(a.shape) or a.shape[:-2] != b.shape[:-2] \
+            or b.shape[-1] != a.shape[-1] or v.shape != a.shape[-1:]:
+        raise ValueError(f"additive scores take a (..., Tq, H), b (..., Tk, H) of one batch shape and v (H,), got "
+                         f"{format_shape(a.shape)}, {format_shape(b.shape)} and {format_shape(v.shape)}")
+    return a.shape[:-1] + b.shape[-2:-1], same_dtype(a, b, v)
+
+
+def additive_scores_grad_rule(g, a, b, v):
+    tq, tk = a.shape[-2], b.shape[-2]
+    if not packable(tq, tk):
+        raise ValueError(f"the fused additive scores' gradient needs Tq = Tk or both concrete, got {tq} and {tk}")
+    return a.shape[:-2] + (3, tq if tq == tk else max(tq, tk), a.shape[-1]), same_dtype(g, a, b, v)
+
+
+def additive_scores_vjp(g, s, a, b, v):
+    """da and db read out of one ``additive_scores_grad`` node; dv the sum of its batch elements' shares."""
+    grads = F.emit("additive_scores_grad", g, a, b, v)
+    batch, rows = (slice(None),) * (len(a.shape) - 2), grads.shape[-2]
+
+    def part(i, length):
+        return F.emit("getitem", grads, index=batch + (i, slice(None) if length == rows else slice(0, length)))
+    shares = F.emit("getitem", grads, index=batch + (2, 0))
+    return part(0, a.shape[-2]), part(1, b.shape[-2]), F.sum(shares, tuple(range(len(batch)))) if batch else shares
+
+
+def additive_scores_flops(out, a, b, v):
+    """Per (query, key, feature), as the composition counts them: the sum 1, tanh 6, the product with v 2."""
+    return 9 * prod(a) * b[-2]
+
+
+def additive_scores_grad_flops(out, g, a, b, v):
+    """Per (query, key, feature): the recomputed tanh 7, dv 2, d = g·v·(1 − t²) 4, da and db 2."""
+    return 15 * prod(a) * b[-2]
+
+
+define("additive_scores", additive_scores_rule, vjp=additive_scores_vjp, flops=additive_scores_flops,
+       doc="s[..., i, j] = vᵀ tanh(a[..., i] + b[..., j])")
+define("additive_scores_grad", additive_scores_grad_rule, flops=additive_scores_grad_flops,
+       vjp=first_order_only("for second-order gradients use the composition in attngraph.core.unfused"),
+       doc="da, db and each batch element's share of dv stacked, (..., 3, max(Tq, Tk), H), zero-padded")
