@@ -1,4 +1,4 @@
-"""Additive scores as modules call them: the fused ``additive_scores`` primitive where its gradient can be held,
+"""Additive scores as modules call them: the fused ``additive_scores`` primitive where queries and keys are as many,
 else the composition of core/unfused.py."""
 from __future__ import annotations
 

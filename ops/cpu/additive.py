@@ -10,6 +10,8 @@ atomics. The gradient comes stacked, (N, 3, R, H) for R = max(Tq, Tk), zero-padd
 and in row 0 of part 2 each n's share of dv, which the graph sums over n (core/prims/attention.py). tanh is
 ``mathfn``'s, the composed graph's; sums run in order, so results are close to the composed graph's, not bit for bit.
 """
+import math
+
 import numpy as np
 from numba import prange
 
@@ -34,7 +36,7 @@ def additive_scores_backward(g, a, b, v):
 def _batched(a, b) -> tuple[np.ndarray, np.ndarray]:
     """a and b as C-contiguous (N, T, H) arrays."""
     a, b = np.asarray(a), np.asarray(b)
-    return (np.ascontiguousarray(x).reshape((-1,) + x.shape[-2:]) for x in (a, b))
+    return (np.ascontiguousarray(x).reshape((math.prod(x.shape[:-2]),) + x.shape[-2:]) for x in (a, b))
 
 
 def _pairs(a, b) -> int:

@@ -22,8 +22,7 @@ time, each node one statement on arrays named after it, so that a step costs its
 
 Each op is written by one emitter of ``EMITTERS``, from the same definitions its kernel uses: a fused node's scalar
 function (ops/cpu/fused.py) in a loop nest over its output, the serial kernels of softmax, the sums and the additive
-scores (ops/cpu/additive.py), BLAS through
-``np.dot`` for products. A slice of columns (of a sequence's step, of a row) is read where it lies (``Window``).
+scores (ops/cpu/additive.py), BLAS through ``np.dot`` for products. A slice of columns (of a sequence's step, of a row) is read where it lies (``Window``).
 A body with an op no emitter writes (or a form one does not handle) is not generated: the
 body's executable then runs once per step (``Body.run``). Sizes are arguments (``Sizes``), so that bodies differing only
 in their sizes share one compiled function. The caller allocates ``out`` (the module's ``width`` gives its columns),

@@ -6,6 +6,8 @@ A thread per score, its loop over the features. The gradient (N, 3, R, H), R = m
 of it: da[n, i, h] sums over the keys j, db[n, j, h] over the queries i, and row 0 of part 2 is n's share of dv,
 Σ_i,j g t; the padding is written 0. No atomics: each element is one thread's sum, recomputing t.
 """
+import math
+
 from ops._cuda import cuda, empty
 from ops.cuda import mathfn
 from ops.cuda.launch import THREADS, blocks
@@ -29,7 +31,7 @@ def additive_scores_backward(g, a, b, v):
 
 
 def _batched(x):
-    return x.reshape((-1,) + x.shape[-2:])
+    return x.reshape((math.prod(x.shape[:-2]),) + x.shape[-2:])
 
 
 @cuda.jit

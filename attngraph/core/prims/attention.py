@@ -200,8 +200,8 @@ def additive_scores_vjp(g, s, a, b, v):
 
     def part(i, length):
         return F.emit("getitem", grads, index=batch + (i, slice(None) if length == rows else slice(0, length)))
-    shares = F.emit("getitem", grads, index=batch + (2, 0))
-    return part(0, a.shape[-2]), part(1, b.shape[-2]), F.sum(shares, tuple(range(len(batch)))) if batch else shares
+    shares = F.emit("getitem", grads, index=batch + (2, slice(0, 1)))      # no row at all where Tq = Tk = 0
+    return part(0, a.shape[-2]), part(1, b.shape[-2]), F.sum(shares, tuple(range(len(batch) + 1)))
 
 
 def additive_scores_flops(out, a, b, v):
