@@ -5,10 +5,11 @@
 
 for a (N, Tq, H), b (N, Tk, H), v (H,). Composed (a broadcast sum, tanh, a product with v) the (N, Tq, Tk, H)
 hidden tensor is written and read three times forward and four times backward; here it is never held: the
-backward recomputes t. A thread owns whole batch elements n, so that the backward's sums over i and over j need no
-atomics. The gradient comes stacked, (N, 3, R, H) for R = max(Tq, Tk), zero-padded: da in part 0, db in part 1,
-and in row 0 of part 2 each n's share of dv, which the graph sums over n (core/prims/attention.py). tanh is
-``mathfn``'s, the composed graph's; sums run in order, so results are close to the composed graph's, not bit for bit.
+backward recomputes t. Forward a thread owns rows (n, i); backward whole batch elements n, so that the sums over i
+and over j need no atomics. The gradient comes stacked, (N, 3, R, H) for R = max(Tq, Tk), zero-padded: da in part
+0, db in part 1, and in row 0 of part 2 each n's share of dv, which the graph sums over n (core/prims/attention.py).
+tanh is ``mathfn``'s, the composed graph's; sums run in order, so results are close to the composed graph's, not
+bit for bit.
 """
 import math
 
@@ -36,7 +37,7 @@ def additive_scores_backward(g, a, b, v):
 def _batched(a, b) -> tuple[np.ndarray, np.ndarray]:
     """a and b as C-contiguous (N, T, H) arrays."""
     a, b = np.asarray(a), np.asarray(b)
-    return (np.ascontiguousarray(x).reshape((math.prod(x.shape[:-2]),) + x.shape[-2:]) for x in (a, b))
+    return tuple(np.ascontiguousarray(x).reshape((math.prod(x.shape[:-2]),) + x.shape[-2:]) for x in (a, b))
 
 
 def _pairs(a, b) -> int:
