@@ -14,8 +14,8 @@ def additive_scores(a, b, v):
     (..., Tq, Tk, H) hidden tensor, where Tq = Tk (a pointer network's steps against its inputs); the composition
     otherwise, and when a or b has no token axis or their batch axes do not broadcast (its error then names them).
     The fused gradient stacks da and db on max(Tq, Tk) rows: a decoder's one query a step (Tq = 1) against S keys
-    ran slower fused, its reverse loop carrying 3·S·H columns a step for the composition's S·H (seq2seq's step 14.7
-    → 16.0 ms, benchmarks/MEASUREMENTS.md)."""
+    ran slower fused, its reverse loop carrying 3·S·H columns a step for the composition's S·H (seq2seq's step 14.8
+    → 16.1 ms, benchmarks/MEASUREMENTS.md)."""
     shapes = [as_node(x).shape for x in (a, b)]
     if min(map(len, shapes)) < 2 or len(as_node(v).shape) != 1 or shapes[0][-2] != shapes[1][-2]:
         return unfused.additive_scores(a, b, v)

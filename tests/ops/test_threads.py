@@ -1,13 +1,17 @@
 """ops/cpu/threads.py: the idle-thread policies set on import (defaults only, never over the user's choice), the
-warning when an OpenMP runtime loaded before has read none, and ``in_threads``' parts."""
+warning when an OpenMP runtime loaded before has read none, which twin a ``parallel_kernel`` runs, and
+``in_threads``' parts."""
 import ctypes.util
 import threading
 import time
 
 import numba
+import numpy as np
 import pytest
+from numba import prange
 
-from ops.cpu.threads import PARALLEL_MIN_SIZE, in_threads
+from ops.cpu.threads import PARALLEL_MIN_SIZE, in_threads, parallel_kernel
+from tests.conftest import numba_threads
 from tests.fresh import python
 
 SHOW = "import os, ops.cpu.threads; print(os.environ['OMP_WAIT_POLICY'], os.environ['OPENBLAS_THREAD_TIMEOUT'])"
@@ -42,6 +46,27 @@ needs_two_threads = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reaso
 
 
 @needs_two_threads
+def _highest_thread(x, work):
+    """The highest numba thread id among the iterations of a prange loop: above 0 only in the parallel twin."""
+    ids = np.zeros(8, np.int64)
+    for i in prange(8):
+        ids[i] = numba.get_thread_id()
+    return ids.max()
+
+
+by_size, by_work = parallel_kernel(_highest_thread), parallel_kernel(_highest_thread, work=lambda x, work: work)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="numba has one thread")
+def test_the_parallel_twin_runs_from_the_first_argument_s_size_or_the_work_given():
+    small, large = np.zeros(1), np.zeros(PARALLEL_MIN_SIZE)
+    with numba_threads(2):
+        assert by_size(small, 0) == 0 and by_size(large, 0) > 0
+        assert by_work(small, PARALLEL_MIN_SIZE - 1) == 0 and by_work(small, PARALLEL_MIN_SIZE) > 0
+    with numba_threads(1):
+        assert by_work(small, PARALLEL_MIN_SIZE) == 0
+
+
 def test_in_threads_covers_the_range_once_and_a_slow_thread_takes_fewer_parts():
     """The calling thread sleeps 20 ms per part and the other 1 ms: parts go to the other as they come free
     (a static half each would take 32 × 20 ms)."""
