@@ -3,10 +3,15 @@
 A parallel region is cheap on a quiet machine, but when another process holds a core its threads wait for
 one another at every barrier, and a tiny kernel or a small training step then runs many times slower than on
 one thread. ``parallel_kernel`` therefore makes two twins of a kernel, compiled at their first call: a serial
-one, which runs when its first argument has fewer than ``PARALLEL_MIN_SIZE`` elements (NUMBA.md: threads pay
-from ~10-50k elements) or Numba has one thread, and a ``parallel=True`` one for the rest. A parallel compile
-costs several times a serial one, so a program on one thread, as the demos run, or on small arrays never pays
-for it. The twins agree to the last bit but where LLVM vectorizes a fastmath sum in another order (1 ulp seen
+one, which runs when its first argument has fewer than ``PARALLEL_MIN_SIZE`` elements or Numba has one thread,
+and a ``parallel=True`` one for the rest. NUMBA.md's ~10-50k elements hold for threads that spin between regions
+(1.5 µs a region); the passive threads below sleep, and a region wakes one: a region doing nothing took 61-84 µs
+with them against 2 µs spinning on a 2-vCPU virtual machine, where the sleeping vCPU itself must be woken. There a
+kernel's serial twin beat its parallel one in training steps up to ~2**19 elements (HAN's (192, 10, 192) fused
+gate gradients 78 against 116 µs, GPT's (2048, 128) layer norm 82 against 135 µs); from 2**19 on, the kernels
+heavier than a pass over memory gained (GPT's (2048, 256) layer norm backward 196 against 238 µs, attention
+2-3x). A parallel compile costs several times a serial one, so a program on one thread, as the demos run, or on
+small arrays never pays for it. The twins agree to the last bit but where LLVM vectorizes a fastmath sum in another order (1 ulp seen
 in the cross-entropy backward), as the parallel kernel on one and on two threads do.
 
 Larger kernels still meet the barriers, where GNU OpenMP's threads spin (300,000 rounds by default) in
@@ -41,7 +46,9 @@ from numba import njit, prange
 
 import ops
 
-PARALLEL_MIN_SIZE = 32_768
+PARALLEL_MIN_SIZE = 2 ** 19     # elements of a parallel_kernel's work from which its threads pay
+IN_THREADS_MIN_WORK = 32_768    # elements of in_threads' work (time loops, attention: many FLOPs each) from which
+                                # its threads pay
 BLAS_SERIAL_MAX = 2 ** 18   # multiply-adds of a product OpenBLAS runs on the calling thread (SMP_THRESHOLD_MIN * ...)
 PARTS_PER_THREAD = 8
 
@@ -95,8 +102,8 @@ def in_threads(kernel, count: int, *args, work: int, grain: int = 1) -> None:
     (``numba.get_num_threads()``), the calling thread among them; ``kernel`` must release the GIL
     (``nogil=True``). The threads take parts of about count / (PARTS_PER_THREAD · threads), and at least
     ``grain``, in turn, so that one slowed by another process on its core takes fewer. One part when ``work``
-    (elements) is below PARALLEL_MIN_SIZE. Returns when every part is done; raises the first error of a part."""
-    threads = max(1, min(numba.get_num_threads(), count // grain)) if work >= PARALLEL_MIN_SIZE else 1
+    (elements) is below IN_THREADS_MIN_WORK. Returns when every part is done; raises the first error of a part."""
+    threads = max(1, min(numba.get_num_threads(), count // grain)) if work >= IN_THREADS_MIN_WORK else 1
     if threads == 1:
         kernel(0, count, *args)
         return

@@ -7,7 +7,7 @@ import attngraph as ag
 from attngraph.attention import AdditiveScore, Attention, GeneralScore
 from attngraph.nn import GRU, LSTM, GRUCell
 from ops.cpu import recurrence
-from ops.cpu.threads import PARALLEL_MIN_SIZE, in_threads
+from ops.cpu.threads import IN_THREADS_MIN_WORK, in_threads
 from tests.conftest import numba_threads
 
 B, T, S, IN, H = 3, 4, 5, 6, 8
@@ -184,7 +184,7 @@ def test_blocks_of_rows_are_the_same_on_any_number_of_threads(monkeypatch):
     blocks = []
 
     def recorded(kernel, count, *args, work):
-        blocks.append((count, work >= PARALLEL_MIN_SIZE))
+        blocks.append((count, work >= IN_THREADS_MIN_WORK))
         in_threads(kernel, count, *args, work=work)
     monkeypatch.setattr(recurrence, "in_threads", recorded)
     monkeypatch.setattr(recurrence, "SPLIT_MIN_SIZE", 0)

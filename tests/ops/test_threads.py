@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from numba import prange
 
-from ops.cpu.threads import PARALLEL_MIN_SIZE, in_threads, parallel_kernel
+from ops.cpu.threads import IN_THREADS_MIN_WORK, PARALLEL_MIN_SIZE, in_threads, parallel_kernel
 from tests.conftest import numba_threads
 from tests.fresh import python
 
@@ -77,7 +77,7 @@ def test_in_threads_covers_the_range_once_and_a_slow_thread_takes_fewer_parts():
         time.sleep(0.02 if main else 0.001)
         parts.append((start, stop, main))
 
-    in_threads(kernel, 64, work=PARALLEL_MIN_SIZE)
+    in_threads(kernel, 64, work=IN_THREADS_MIN_WORK)
     assert sorted(i for start, stop, _ in parts for i in range(start, stop)) == list(range(64))
     assert sum(stop - start for start, stop, main in parts if main) <= 16
 
@@ -93,7 +93,7 @@ def test_in_threads_raises_a_part_s_error_after_every_part_is_done():
         done.append(start)
 
     with pytest.raises(ValueError, match="part 0"):
-        in_threads(kernel, 32, work=PARALLEL_MIN_SIZE)
+        in_threads(kernel, 32, work=IN_THREADS_MIN_WORK)
     finished = len(done)
     time.sleep(0.05)
     assert len(done) == finished                      # nothing still running after the call returned
@@ -102,8 +102,8 @@ def test_in_threads_raises_a_part_s_error_after_every_part_is_done():
 @needs_two_threads
 def test_in_threads_parts_hold_a_grain_of_rows_at_least():
     parts = []
-    in_threads(lambda start, stop: parts.append((start, stop)), 70, work=PARALLEL_MIN_SIZE, grain=32)
+    in_threads(lambda start, stop: parts.append((start, stop)), 70, work=IN_THREADS_MIN_WORK, grain=32)
     assert sorted(parts) == [(0, 32), (32, 64), (64, 70)]
     parts.clear()
-    in_threads(lambda start, stop: parts.append((start, stop)), 63, work=PARALLEL_MIN_SIZE, grain=32)
+    in_threads(lambda start, stop: parts.append((start, stop)), 63, work=IN_THREADS_MIN_WORK, grain=32)
     assert parts == [(0, 63)]                         # two parts would hold fewer than 32 rows each
