@@ -10,9 +10,9 @@ with them against 2 µs spinning on a 2-vCPU virtual machine, where the sleeping
 kernel's serial twin beat its parallel one in training steps up to ~2**19 elements (HAN's (192, 10, 192) fused
 gate gradients 78 against 116 µs, GPT's (2048, 128) layer norm 82 against 135 µs); from 2**19 on, the kernels
 heavier than a pass over memory gained (GPT's (2048, 256) layer norm backward 196 against 238 µs, attention
-2-3x). A parallel compile costs several times a serial one, so a program on one thread, as the demos run, or on
-small arrays never pays for it. The twins agree to the last bit but where LLVM vectorizes a fastmath sum in another order (1 ulp seen
-in the cross-entropy backward), as the parallel kernel on one and on two threads do.
+1.2-1.7x). A parallel compile costs several times a serial one, so a program on one thread, as the demos run, or
+on small arrays never pays for it. The twins agree to the last bit but where LLVM vectorizes a fastmath sum in
+another order (1 ulp seen in the cross-entropy backward), as the parallel kernel on one and on two threads do.
 
 Larger kernels still meet the barriers, where GNU OpenMP's threads spin (300,000 rounds by default) in
 the hope that the others arrive soon: with another process on one of the two cores, the spinning thread
