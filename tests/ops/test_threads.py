@@ -107,3 +107,16 @@ def test_in_threads_parts_hold_a_grain_of_rows_at_least():
     parts.clear()
     in_threads(lambda start, stop: parts.append((start, stop)), 63, work=IN_THREADS_MIN_WORK, grain=32)
     assert parts == [(0, 63)]                         # two parts would hold fewer than 32 rows each
+
+
+@needs_two_threads
+def test_in_threads_runs_work_below_its_threshold_as_one_part_on_the_calling_thread():
+    parts = []
+
+    def record(start, stop):
+        parts.append((start, stop, threading.current_thread() is threading.main_thread()))
+    in_threads(record, 64, work=IN_THREADS_MIN_WORK - 1)
+    assert parts == [(0, 64, True)]
+    parts.clear()
+    in_threads(record, 64, work=IN_THREADS_MIN_WORK)
+    assert len(parts) > 1 and sorted(i for start, stop, _ in parts for i in range(start, stop)) == list(range(64))
