@@ -21,7 +21,9 @@ g the gradient of the scan's output (B, T, P), the gradient runs in three parts:
 3. everything else — ∂x_t, and ∂c whose sums over the steps are the weight gradients — once, for all B·T rows
    together: one large product per weight instead of T small ones, as cuDNN computes a GRU's weight gradients (the
    sums over t taken in another order than the unrolled graph's: equal up to rounding). A batched constant (B, …) is
-   repeated over T only when this part reads it, and its gradient is summed back over T.
+   repeated over T only when this part reads it, and its gradient is summed back over T; but where part 2 computes
+   that gradient anyway (additive attention's keys: the gradient of tanh's input, which ∂carry needs too), part 2
+   sums it in its carry instead (``summed_grads``), and this part takes the sum from the loop's last carry.
 
 A row's value computed from other rows of its step (a mean over the batch inside the step: ``mixed_rows``) is
 computed by a loop, never by part 3, whose rows are all the steps at once; where it cannot pass, the gradient is
@@ -75,11 +77,16 @@ class Gradient:
                 self.forward.add(node)
         self.mixed = mixed_rows(graph, {self.a, *self.inputs[:1 + body.sequences],
                                         *(c for c, flag in zip(self.consts, body.batched) if flag)})
-        loop_roots = [self.grads[0]]
+        self.stored, self.frontier = [], []
+        for_carry = walk([self.grads[0]], self._loop_reads).computed
+        self.summed = [j for j, flag in enumerate(body.batched)
+                       if flag and self._summable(self.grads[1 + body.sequences + j], for_carry)]
+        self.summed_grads = [self.grads[1 + body.sequences + j] for j in self.summed]
+        loop_roots = [self.grads[0], *self.summed_grads]
         while True:             # the loop also computes the mixed values the pass over B·T rows reads
             self.stored, self.frontier = [], []
             in_loop = walk(loop_roots, self._loop_reads)
-            self.after = walk([d for d in self.grads[1:] if d is not None],
+            self.after = walk([d for d in self.grads[1:] if d is not None and d not in self.summed_grads],
                               lambda node: self._after_reads(node, in_loop.computed))
             missing = [n for n in self.after.reads if n in self.mixed and n in self.backward and n not in self.frontier]
             if not missing:
@@ -91,6 +98,21 @@ class Gradient:
         self.loop_xs = [i for i, x in enumerate(self.xs) if x in in_loop.reads]
         self.wide = self._wide()
         self._reverse_bodies: dict[tuple, Body] = {}
+
+    def _summable(self, grad: Node | None, for_carry: set) -> bool:
+        """Whether a batched constant's gradient at one step, ``grad``, is summed over the steps by the reverse loop
+        itself, in its carry: a value the loop computes for ∂carry anyway (a decoder's additive attention keys, whose
+        gradient is the query's too), of each row alone, of concrete size and the scan's dtype. It is then neither
+        emitted at every step nor summed after the loop. A gradient the loop does not compute (the attention values',
+        an outer product of the weights and the context's gradient) is left to the pass over B·T rows, which reads
+        narrower columns than the sum would carry."""
+        return (grad in for_carry and grad not in self.mixed and grad.dtype == self.dtype
+                and grad.shape[:1] == (ROWS,) and all(isinstance(d, int) for d in grad.shape[1:]))
+
+    @property
+    def summed_size(self) -> int:
+        """The columns of the reverse loop's carry past ∂carry: the running sums of ``summed_grads``."""
+        return sum(int(np.prod(d.shape[1:])) for d in self.summed_grads)
 
     def constant(self, node: Node) -> bool:
         return node not in self.forward and node not in self.backward and node.op != "constant"
@@ -154,10 +176,11 @@ class Gradient:
 
     def reverse_body(self, columns: tuple[slice, ...]) -> Body:
         """The reverse loop's body for an output gradient read as pieces on ``columns`` (``output_pieces``): carry
-        ∂carry_t; sequences the wide row, the pieces and the x_t it reads; constants ``loop_constants`` and, where
-        a_t has columns no piece covers past the carry, zeros (rows, Z) for them (a constant, as the generated loops
-        make no array of their own but a node's result). Emits ∂carry_{t−1} then the ``frontier``. Made once for
-        each layout of pieces."""
+        ∂carry_t and the running sums of ``summed_grads``; sequences the wide row, the pieces and the x_t it reads;
+        constants ``loop_constants`` and, where a_t has columns no piece covers past the carry, zeros (rows, Z) for
+        them (a constant, as the generated loops make no array of their own but a node's result). Emits
+        ∂carry_{t−1}, the sums with this step's terms added, then the ``frontier``. Made once for each layout of
+        pieces."""
         key = tuple((c.start, c.stop) for c in columns)
         if key not in self._reverse_bodies:
             self._reverse_bodies[key] = self._reverse(columns)
@@ -165,8 +188,11 @@ class Gradient:
 
     def _reverse(self, columns: tuple[slice, ...]) -> Body:
         graph, body = Graph(), self.body
+        size = body.carry_size
         with building(graph):
-            later = add_node("input", (), {}, self.carry.shape, self.dtype, name="carry")
+            carry = add_node("input", (), {}, (ROWS, size + self.summed_size), self.dtype, name="carry")
+            later = F.index(F.Tensor(carry), (slice(None), slice(0, size))) if self.summed else F.Tensor(carry)
+            sums = list(unpacked(F.Tensor(carry), self.summed_grads, size, ROWS, set(self.summed_grads)).values())
             row = add_node("input", (), {}, (ROWS, self.wide.width), self.dtype, name="x0")
             pieces = [add_node("input", (), {}, (ROWS, c.stop - c.start), self.dtype, name=f"x{1 + k}")
                       for k, c in enumerate(columns)]
@@ -180,9 +206,12 @@ class Gradient:
                    **dict(zip(self.loop_constants, map(F.Tensor, consts))),
                    **{self.xs[i]: F.Tensor(x) for i, x in zip(self.loop_xs, xs)}}
             if self.a in self.loop_reads:
-                env[self.a] = assembled(F.Tensor(later), list(map(F.Tensor, pieces)), columns, body.width,
+                env[self.a] = assembled(later, list(map(F.Tensor, pieces)), columns, body.width,
                                         lambda k: F.index(F.Tensor(zeros[0]), (slice(None), slice(0, k))))
-            add_output(F.as_node(packed(replay([self.grads[0], *self.frontier], env))), "out")
+            d_carry, *values = replay([self.grads[0], *self.summed_grads, *self.frontier], env)
+            steps = values[:len(sums)]
+            add_output(F.as_node(packed([d_carry, *(s + d for s, d in zip(sums, steps)), *values[len(sums):]])),
+                       "out")
         return Body(graph, 1 + len(pieces) + len(xs),
                     [c.shape[:1] == (ROWS,) for c in [*self.loop_constants, *zeros]])
 
@@ -204,15 +233,19 @@ class Gradient:
         at_last = [F.emit("scatter_slice", value, shape=F.as_node(init).shape, index=(slice(None), c))
                    for value, c in finals]
         first = sum(at_last[1:], at_last[0]) if at_last else F.zeros_like(init)      # ∂carry of the last step
+        start = [F.concat([first, F.zeros((batch, self.summed_size), dtype=self.dtype)], axis=1)] \
+            if self.summed else [first]
         width = zeros_width(columns, size, body.width)
         zeros = [F.zeros((batch, width), dtype=self.dtype)] if width else []
-        sent = F.emit("scan", first, wide, *(v for v, _ in pieces), *(seqs[i] for i in self.loop_xs),
+        sent = F.emit("scan", *start, wide, *(v for v, _ in pieces), *(seqs[i] for i in self.loop_xs),
                       *loop_constants, *zeros, body=self.reverse_body(columns), reverse=not reverse)
-        d_init = F.index(sent, (slice(None), -1 if reverse else 0, slice(0, size)))
+        final = F.index(sent, (slice(None), -1 if reverse else 0))                # the reverse loop's last carry
+        d_init = F.index(final, (slice(None), slice(0, size)))
+        sums = unpacked(final, self.summed_grads, size, batch, set(self.summed_grads))
         flat_wide, flat_sent = flat(wide), flat(sent)
         rows = F.as_node(flat_wide).shape[0]
         env = {**self.residuals(flat_wide, rows, self.after.reads),
-               **unpacked(flat_sent, self.frontier, size, rows, self.after.reads),
+               **unpacked(flat_sent, self.frontier, size + self.summed_size, rows, self.after.reads),
                **{x: flat(s) for x, s in zip(self.xs, seqs) if x in self.after.reads}}
         for node, c, batched in zip(self.consts, consts, body.batched):
             if node in self.after.reads:
@@ -223,12 +256,14 @@ class Gradient:
             later = F.concat([last, carries[:, :-1]] if reverse else [carries[:, 1:], last], axis=1)   # ∂carry_t
             env[self.a] = flat(assembled(later, [v for v, _ in pieces], columns, body.width,
                                          lambda k: F.zeros((batch, length, k), dtype=self.dtype)))
-        wanted = [(i, d) for i, d in enumerate(self.grads[1:]) if d is not None]
+        wanted = [(i, d) for i, d in enumerate(self.grads[1:]) if d is not None and d not in sums]
         values = dict(zip((i for i, _ in wanted), replay([d for _, d in wanted], env, rows=rows)))
         grads = []
         for i, x in enumerate(inputs):
             d = values.get(i)
-            if d is not None and (i < body.sequences or body.batched[i - body.sequences]):
+            if i - body.sequences in self.summed:
+                d = sums[self.grads[1 + i]]
+            elif d is not None and (i < body.sequences or body.batched[i - body.sequences]):
                 d = F.reshape(d, (batch, length, *F.as_node(x).shape[2 if i < body.sequences else 1:]))
                 d = d if i < body.sequences else F.sum(d, axis=1)
             grads.append(d)

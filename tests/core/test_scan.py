@@ -213,6 +213,39 @@ def test_attention_over_a_closed_over_memory(rng):
     np.testing.assert_allclose(weights.sum(-1), np.ones((B, T)), rtol=1e-14)
 
 
+def additive_step(keys, values):
+    """Additive attention inside the step: weights softmax(Σ_h tanh(keys + h)), context Σ weights · values."""
+    def step(h, x):
+        weights = ag.softmax(ag.sum(ag.tanh(keys + ag.expand_dims(h, 1)), axis=-1), axis=-1)
+        context = ag.sum(ag.expand_dims(weights, -1) * values, axis=1)
+        new = ag.tanh(x + context + h)
+        return new, (new, weights)
+    return step
+
+
+def test_the_keys_gradient_is_summed_over_the_steps_by_the_reverse_loop(rng):
+    """The keys and values (B, S, H), constants of the loop with the batch's rows. The keys' gradient at a step is the
+    gradient of tanh's input, which the reverse loop computes for ∂h anyway: it is summed there, in the loop's carry
+    past ∂carry, and taken from its last carry: no (B, T, S, H) value of it is summed after the loop. The values'
+    gradient, weights ⊗ ∂context, is left to the pass over all steps. Both are the unrolled loop's up to
+    rounding (sums in another order)."""
+    shapes = dict(h=(B, H), x=(B, T, H), k=(B, S, H), v=(B, S, H))
+    inputs = {name: rng.standard_normal(shape) for name, shape in shapes.items()}
+
+    def objective(looped):
+        def loss(h, x, k, v):
+            final, (ys, weights) = looped(additive_step(k, v), h, x)
+            return ag.sum(ag.tanh(ys)) + ag.sum(weights * weights) + ag.sum(final * final)
+        return ag.trace(loss, **inputs).grad(wrt=list(shapes)).compile()
+    scanned, expected = objective(ag.scan), objective(unrolled)
+    backward, = (n for n in scanned.graph.nodes if n.op == "scan" and n.attrs["reverse"])
+    assert backward.attrs["body"].carry_size == H + S * H
+    summed_after = [n for n in scanned.graph.nodes if n.op == "sum" and n.inputs[0].shape == (B, T, S, H)]
+    assert len(summed_after) == 1                                    # the values' alone
+    for got, want in zip(scanned(**inputs), expected(**inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
 class Decoder(ag.nn.Module):
     """A step reading parameters, a tensor computed from parameters alone outside the step (``mixing``), and work
     on parameters alone inside it (tanh(bias)), which is hoisted out of the loop."""
@@ -713,6 +746,20 @@ def test_a_gru_scan_and_its_gradient_on_every_device_are_the_cpus(device, final_
     got = graph.compile(device.name)(h=h, x=x)
     assert len(got) == 1 + 2 + 4                 # the value, d/dh, d/dx, each weight and bias
     for a, b in zip(got, expected):
+        np.testing.assert_allclose(a, b, rtol=2e-6, atol=2e-6)
+
+
+def test_the_gradient_of_an_attention_over_a_memory_on_every_device_is_the_cpus(device):
+    """The reverse loop summing the keys' gradient in its carry runs on every device."""
+    rng = np.random.default_rng(12)
+    inputs = {name: rng.standard_normal(shape).astype(np.float32)
+              for name, shape in dict(h=(2, 4), x=(2, 3, 4), m=(2, 3, 4)).items()}
+
+    def loss(h, x, m):
+        final, (ys, weights) = ag.scan(additive_step(m, m * 0.5), h, x)
+        return ag.sum(ag.tanh(ys)) + ag.sum(weights * weights) + ag.sum(final * final)
+    graph = ag.trace(loss, **inputs).grad(wrt=["h", "x", "m"])
+    for a, b in zip(graph.compile(device.name)(**inputs), graph.compile("cpu")(**inputs)):
         np.testing.assert_allclose(a, b, rtol=2e-6, atol=2e-6)
 
 
