@@ -77,11 +77,10 @@ class Gradient:
                 self.forward.add(node)
         self.mixed = mixed_rows(graph, {self.a, *self.inputs[:1 + body.sequences],
                                         *(c for c, flag in zip(self.consts, body.batched) if flag)})
-        self.stored, self.frontier = [], []
+        self.stored, self.frontier = [], []         # filled by the walks; this first one only finds ∂carry's nodes
         for_carry = walk([self.grads[0]], self._loop_reads).computed
-        self.summed = [j for j, flag in enumerate(body.batched)
-                       if flag and self._summable(self.grads[1 + body.sequences + j], for_carry)]
-        self.summed_grads = [self.grads[1 + body.sequences + j] for j in self.summed]
+        self.summed_grads = [d for d, flag in zip(self.grads[1 + body.sequences:], body.batched)
+                             if flag and self._summable(d, for_carry)]
         loop_roots = [self.grads[0], *self.summed_grads]
         while True:             # the loop also computes the mixed values the pass over B·T rows reads
             self.stored, self.frontier = [], []
@@ -191,7 +190,7 @@ class Gradient:
         size = body.carry_size
         with building(graph):
             carry = add_node("input", (), {}, (ROWS, size + self.summed_size), self.dtype, name="carry")
-            later = F.index(F.Tensor(carry), (slice(None), slice(0, size))) if self.summed else F.Tensor(carry)
+            later = F.index(F.Tensor(carry), (slice(None), slice(0, size))) if self.summed_grads else F.Tensor(carry)
             sums = list(unpacked(F.Tensor(carry), self.summed_grads, size, ROWS, set(self.summed_grads)).values())
             row = add_node("input", (), {}, (ROWS, self.wide.width), self.dtype, name="x0")
             pieces = [add_node("input", (), {}, (ROWS, c.stop - c.start), self.dtype, name=f"x{1 + k}")
@@ -234,7 +233,7 @@ class Gradient:
                    for value, c in finals]
         first = sum(at_last[1:], at_last[0]) if at_last else F.zeros_like(init)      # ∂carry of the last step
         start = [F.concat([first, F.zeros((batch, self.summed_size), dtype=self.dtype)], axis=1)] \
-            if self.summed else [first]
+            if self.summed_grads else [first]
         width = zeros_width(columns, size, body.width)
         zeros = [F.zeros((batch, width), dtype=self.dtype)] if width else []
         sent = F.emit("scan", *start, wide, *(v for v, _ in pieces), *(seqs[i] for i in self.loop_xs),
@@ -261,7 +260,7 @@ class Gradient:
         grads = []
         for i, x in enumerate(inputs):
             d = values.get(i)
-            if i - body.sequences in self.summed:
+            if self.grads[1 + i] in sums:
                 d = sums[self.grads[1 + i]]
             elif d is not None and (i < body.sequences or body.batched[i - body.sequences]):
                 d = F.reshape(d, (batch, length, *F.as_node(x).shape[2 if i < body.sequences else 1:]))
