@@ -41,7 +41,8 @@ def header() -> str:
     return (f"{_cpu()}, {os.cpu_count()} cores; numpy {np.__version__}, numba {numba.__version__} ({layer}, "
             f"{threads} threads), {torch}, {jax}; OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}, "
             f"OPENBLAS_THREAD_TIMEOUT={os.environ['OPENBLAS_THREAD_TIMEOUT']}\n"
-            f"median [interquartile range] per run; ratio = median over rounds of attngraph / reference\n")
+            f"median [interquartile range] per run after a run of its own; ratio = median over rounds of attngraph / "
+            f"reference; after another: the median of the runs right after another side's\n")
 
 
 def _cpu() -> str:
@@ -77,7 +78,8 @@ def row(record: dict) -> str:
             memory = f"peak +{peak / 2 ** 20:.1f} MiB" if peak is not None else ""
             share = f"ratio {record['ratio'][side]:.2f}" if side in record["ratio"] else ""
             rate = f"{record['gflops'][side]:.1f} GFLOP/s" if "gflops" in record else ""
-            lines.append(f"  {side:<13} {_time(record[side]):<34} {memory:<18} {share:<11} {rate}")
+            first = f"after another {_ms(record[side]['after_another_median_s'])}"
+            lines.append(f"  {side:<13} {_time(record[side]):<34} {memory:<18} {share:<11} {rate:<16} {first}")
         if "sgemm_gflops" in record:
             lines.append(f"  sgemm ceiling (NumPy 1024³ float32): {record['sgemm_gflops']:.1f} GFLOP/s")
     lines.append(f"  target: {record['target']}: {status}\n")

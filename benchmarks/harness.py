@@ -1,12 +1,15 @@
 """Measurement: attngraph and its references timed in one process, alternating, with peak memory.
 
 ``compare(runs, rounds)`` calls every function once to warm up (compilation, caches), once more to
-measure its peak memory, then ``rounds`` rounds in which each runs once, in an order shuffled anew every
-round (seeded), so that each follows every other about as often: a side slows the one after it (JAX's worker
-threads keep spinning after its step: attngraph's T=1024 GPT step took 230 ms after it against 198 after
-PyTorch's), and a rotation of one order would keep the same neighbours in every round. Times are wall-clock
-seconds, summarized by the median and the interquartile range; a ratio is the median of the per-round ratios,
-so that load from other processes, which drifts over seconds, hits both sides of a round alike.
+measure its peak memory, then ``rounds`` rounds in which each takes one turn, in an order shuffled anew every
+round (seeded), so that each follows every other about as often and load from other processes, which drifts over
+seconds, hits every side of a round alike. A turn is two calls back to back, both timed: the first after another
+side's turn (``after_another``), the second after a call of its own, as a training loop runs one step after
+another. The second is the time a side is judged by: this host's L3 keeps little of an idle process's data past a
+few milliseconds (benchmarks/MEASUREMENTS.md, "Why time matters"), so a call after another library's turn starts
+from cold caches (attngraph's seq2seq step 12.6 ms after its own, 17-20 after JAX's or PyTorch's; JAX's 12.8-14.6
+after any), which no loop of one model meets; the first is reported beside it. Times are wall-clock seconds,
+summarized by the median and the interquartile range; a ratio is the median of the per-round ratios.
 
 Peak memory is the resident set's high-water mark during one call above the resident set before it
 (Linux: ``/proc/self/status``, the mark reset through ``/proc/self/clear_refs``). For that one call glibc's
@@ -73,12 +76,14 @@ def peak_bytes(fn: Callable) -> int | None:
 
 @dataclass
 class Timing:
-    seconds: list[float]
+    seconds: list[float]            # each turn's second call, after one of its own
+    after_another: list[float]      # each turn's first call, after another side's turn
     peak_bytes: int | None
 
     def summary(self) -> dict:
         q1, median, q3 = statistics.quantiles(self.seconds, n=4, method="inclusive")
         return {"median_s": median, "p25_s": q1, "p75_s": q3, "min_s": min(self.seconds),
+                "after_another_median_s": statistics.median(self.after_another),
                 "runs": len(self.seconds), "peak_bytes": self.peak_bytes}
 
 
@@ -87,14 +92,21 @@ def compare(runs: dict[str, Callable], rounds: int) -> dict[str, Timing]:
     for fn in runs.values():
         fn()
     peaks = {name: peak_bytes(fn) for name, fn in runs.items()}
-    names, seconds = list(runs), {name: [] for name in runs}
+    names = list(runs)
+    own, another = ({name: [] for name in names} for _ in range(2))
     order = random.Random(0)
     for _ in range(rounds):
         for name in order.sample(names, len(names)):
-            start = time.perf_counter()
-            runs[name]()
-            seconds[name].append(time.perf_counter() - start)
-    return {name: Timing(seconds[name], peaks[name]) for name in names}
+            another[name].append(timed(runs[name]))
+            own[name].append(timed(runs[name]))
+    return {name: Timing(own[name], another[name], peaks[name]) for name in names}
+
+
+def timed(fn: Callable) -> float:
+    """The wall-clock seconds of one call of ``fn``."""
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def ratio(a: Timing, b: Timing) -> float:
