@@ -155,12 +155,21 @@ class Gradient:
 
     def _store(self, node: Node) -> bool:
         """A forward value read by a backward one: the forward loop emits it when it can and it costs more to compute
-        than to store (a product, a tanh; not 1 − z), else it is recomputed."""
-        if not self.passable(node) or cheap(node):
+        than to store (a product, a tanh; not 1 − z), else it is recomputed. A slice of columns is stored itself,
+        rather than the value it is cut from (a GRU's W_hn·h + b_hn, not all three gates' products: 64 columns of a
+        row, not 192)."""
+        if not (self.passable(node) or self._column_slice(node)) or cheap(node):
             return COMPUTE
         if node not in self.stored:
             self.stored.append(node)
         return READ
+
+    def _column_slice(self, node: Node) -> bool:
+        """Whether ``node`` is a slice of columns [:, a:b] of a 2-D value of the scan's dtype and concrete width."""
+        index = node.attrs.get("index", ())
+        return (node.op == "getitem" and len(node.shape) == 2 and len(index) == 2 and index[0] == slice(None)
+                and isinstance(index[1], slice) and index[1].step in (None, 1) and node.dtype == self.dtype
+                and node.shape[0] == ROWS and isinstance(node.shape[1], int))
 
     def _wide(self) -> Body:
         """The body emitting, after its own row, the stored residuals (or the body itself when none is stored)."""

@@ -430,6 +430,20 @@ def test_the_gradient_runs_the_forward_once_and_reads_its_residuals(rng):
     assert not any(n.op == "transpose" and n in scans[1].inputs for n in executable.graph.nodes)   # Wᵀ read in place
     np.testing.assert_array_equal(executable(**inputs)[0], traced.compile()(**inputs))
 
+def test_a_value_read_back_through_a_slice_of_its_columns_is_stored_as_that_slice(rng):
+    """The GRU's reverse step reads of W_h·h (3H columns, its three gates' products) only the candidate's H
+    (r ∘ (W_hn·h + b_hn)'s gradient): the forward row emits those H columns, so it holds the carry, which is the
+    output too (H), z, r, n and h_{t−1} (4H) and W_hn·h + b_hn (H), 6H where the whole product made it 8H."""
+    cell = GRUCell(IN, H, rng)
+    inputs = {"h": rng.standard_normal((B, H)), "x": rng.standard_normal((B, T, IN))}
+    inputs = {name: value.astype(np.float32) for name, value in inputs.items()}
+    traced = ag.trace(lambda h, x: loss(*ag.scan(gru_step(cell), h, x)), **inputs)
+    executable = traced.grad().compile()
+    forward, = (n.attrs["body"] for n in executable.graph.nodes if n.op == "scan" and not n.attrs["reverse"])
+    assert forward.width == 6 * H
+    np.testing.assert_array_equal(executable(**inputs)[0], traced.compile()(**inputs))
+
+
 def gradient_loops(objective, *arrays):
     """The objective's gradients (of the arrays and the parameters) on ``arrays``, the sequences the reverse loop
     reads (the scan reading the forward loop extended with its residuals) and the gradient's nodes."""
