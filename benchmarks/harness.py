@@ -7,9 +7,10 @@ seconds, hits every side of a round alike. A turn is two calls back to back, bot
 side's turn (``after_another``), the second after a call of its own, as a training loop runs one step after
 another. The second is the time a side is judged by: this host's L3 keeps little of an idle process's data past a
 few milliseconds (benchmarks/MEASUREMENTS.md, "Why time matters"), so a call after another library's turn starts
-from cold caches (attngraph's seq2seq step 12.6 ms after its own, 17-20 after JAX's or PyTorch's; JAX's 12.8-14.6
-after any), which no loop of one model meets; the first is reported beside it. Times are wall-clock seconds,
-summarized by the median and the interquartile range; a ratio is the median of the per-round ratios.
+from cold caches, which no loop of one model meets (by how much varies with the host's other tenants: attngraph's
+seq2seq step 12.6 ms after its own and 17-20 after JAX's or PyTorch's one day, 2-11% apart another); the first is
+reported beside it. Times are wall-clock seconds, summarized by the median and the interquartile range; a ratio is
+the median of the per-round ratios.
 
 Peak memory is the resident set's high-water mark during one call above the resident set before it
 (Linux: ``/proc/self/status``, the mark reset through ``/proc/self/clear_refs``). For that one call glibc's
