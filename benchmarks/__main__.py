@@ -40,9 +40,22 @@ def header() -> str:
     jax = f"jax {jr.jax.__version__}" if jr else "jax not installed"
     return (f"{_cpu()}, {os.cpu_count()} cores; numpy {np.__version__}, numba {numba.__version__} ({layer}, "
             f"{threads} threads), {torch}, {jax}; OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}, "
-            f"OPENBLAS_THREAD_TIMEOUT={os.environ['OPENBLAS_THREAD_TIMEOUT']}\n"
+            f"OPENBLAS_THREAD_TIMEOUT={os.environ['OPENBLAS_THREAD_TIMEOUT']}; {_blas()}\n"
             f"median [interquartile range] per run after a run of its own; ratio = median over rounds of attngraph / "
             f"reference; after another: the median of the runs right after another side's\n")
+
+
+def _blas() -> str:
+    """OpenBLAS's kernels (NumPy's, SciPy's), and a warning where the environment chose them: some hosts pin
+    OPENBLAS_CORETYPE (and OPENBLAS_L2_SIZE) for older OpenBLAS builds, which halves a current one's products on
+    an AVX-512 machine while the peers' BLAS (MKL, XLA's) is untouched."""
+    from ops.cpu.matmul import openblas_core
+    cores = f"OpenBLAS kernels {openblas_core('numpy')} (NumPy), {openblas_core('scipy')} (SciPy)"
+    pinned = [f"{key}={os.environ[key]}" for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if key in os.environ]
+    if pinned:
+        cores += (f"\nwarning: {' and '.join(pinned)} chose them, not OpenBLAS: run this command with "
+                  f"`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE` to time the kernels OpenBLAS picks for this CPU")
+    return cores
 
 
 def _cpu() -> str:

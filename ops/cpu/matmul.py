@@ -58,6 +58,20 @@ def _openblas(package: str):
     return None
 
 
+def openblas_core(package: str) -> str | None:
+    """The processor whose kernels the OpenBLAS of ``package`` (numpy or scipy) runs ("SkylakeX", "Haswell"), as
+    it chose them or as OPENBLAS_CORETYPE made it; None where there is none to ask. The choice halves or doubles
+    every product: Haswell's kernels ran 130 GFLOP/s on one core of an AVX-512 machine, SkylakeX's 240."""
+    library = _openblas(package)
+    for name in ("openblas_get_corename", "openblas_get_corename64_", "scipy_openblas_get_corename",
+                 "scipy_openblas_get_corename64_"):
+        corename = getattr(library, name, None)
+        if corename is not None:
+            corename.restype = ctypes.c_char_p
+            return corename().decode()
+    return None
+
+
 def _let_numpy_blas_sleep(library) -> bool:
     """Whether NumPy's OpenBLAS threads sleep (OPENBLAS_THREAD_TIMEOUT ≤ 16) after making them read the variable:
     an OpenBLAS loaded before ``ops`` set it keeps the timeout it read, so it reads the environment again

@@ -1,5 +1,7 @@
 """The allocator setting (ops/cpu/memory.py) and the BLAS threads' environment (ops/__init__.py): measured in
 fresh processes, since both act on process-wide state."""
+import platform
+
 import pytest
 
 from ops.cpu.memory import glibc, reuse_freed_memory
@@ -51,3 +53,17 @@ def test_numpy_s_blas_threads_sleep_whichever_is_imported_first():
     assert run(sleeps.format("numpy, attngraph")) == "True inf"
     assert run(sleeps.format("numpy, attngraph"), OPENBLAS_THREAD_TIMEOUT="20") == f"False {2 ** 24}"
     assert run(sleeps.format("attngraph"), OPENBLAS_THREAD_TIMEOUT="20") == f"False {2 ** 24}"
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="Sandybridge's kernels are x86-64's")
+def test_the_openblas_kernels_are_named_and_the_benchmarks_say_who_chose_them():
+    """OPENBLAS_CORETYPE makes both OpenBLAS libraries run one processor's kernels, which ``openblas_core`` names;
+    the benchmarks' header names them and warns that the environment chose them."""
+    program = ("from ops.cpu.matmul import openblas_core\nfrom benchmarks.__main__ import header\n"
+               "print(openblas_core('numpy'), openblas_core('scipy'))\nprint(header())")
+    pinned = python(program, unset=("OPENBLAS_L2_SIZE",), OPENBLAS_CORETYPE="Sandybridge").stdout.splitlines()
+    assert pinned[0] == "Sandybridge Sandybridge"
+    assert "OpenBLAS kernels Sandybridge (NumPy), Sandybridge (SciPy)" in pinned[1]
+    assert pinned[2].startswith("warning: OPENBLAS_CORETYPE=Sandybridge chose them")
+    free = python(program, unset=("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")).stdout.splitlines()
+    assert free[0].split()[0] not in ("", "None") and not free[2].startswith("warning")
