@@ -35,7 +35,6 @@ each: the two directions of a bidirectional recurrence (attngraph/core/together.
 import concurrent.futures
 import functools
 import importlib.util
-import itertools
 import threading
 import types
 import warnings
@@ -101,41 +100,110 @@ def in_threads(kernel, count: int, *args, work: int, grain: int = 1) -> None:
     """``kernel(start, stop, *args)`` over 0 ≤ i < count on one Python thread per Numba thread
     (``numba.get_num_threads()``), the calling thread among them; ``kernel`` must release the GIL
     (``nogil=True``). The threads take parts of about count / (PARTS_PER_THREAD · threads), and at least
-    ``grain``, in turn, so that one slowed by another process on its core takes fewer. One part when ``work``
-    (elements) is below IN_THREADS_MIN_WORK. Returns when every part is done; raises the first error of a part."""
+    ``grain``, in turn, so that one slowed by another process on its core takes fewer, and one not yet awake when
+    the parts run out takes none and is not waited for (``Parts``). One part when ``work`` (elements) is below
+    IN_THREADS_MIN_WORK. Returns when every part is done; raises the first error of a part."""
     threads = max(1, min(numba.get_num_threads(), count // grain)) if work >= IN_THREADS_MIN_WORK else 1
     if threads == 1:
         kernel(0, count, *args)
         return
-    size = max(grain, count // (PARTS_PER_THREAD * threads))
-    starts = itertools.count(0, size)            # shared: each next() is atomic under the GIL
+    parts = Parts(kernel, count, max(grain, count // (PARTS_PER_THREAD * threads)), args)
+    for _ in range(threads - 1):
+        _pool().submit(parts.help)
+    parts.take()
+    parts.wait()
 
-    def take_parts():
-        for start in itertools.takewhile(lambda start: start < count, starts):
-            kernel(start, min(start + size, count), *args)
 
-    others = [_pool().submit(take_parts) for _ in range(threads - 1)]
-    try:
-        take_parts()
-    finally:
-        concurrent.futures.wait(others)
-    for other in others:
-        other.result()
+class Parts:
+    """The parts [start, start + size) of range(count) for ``kernel(start, stop, *args)``, taken one at a time (each
+    ``next`` of one iterator, atomic under the GIL) by the calling thread (``take``) and by pool threads (``help``).
+    ``wait`` ends the taking and returns once the helpers that began are done: it never waits for a thread that has
+    not started. On a virtual machine that halts an idle core, a pool thread started 30 µs after its job was given
+    back to back, 120 µs after 100 ms without work and now and then 1-2 ms late, by when the calling thread may have
+    done every part itself."""
+
+    def __init__(self, kernel, count: int, size: int, args: tuple):
+        self._kernel, self._count, self._size, self._args = kernel, count, size, args
+        self._starts = iter(range(0, count, size))
+        self._errors, self._helping, self._closed, self._changed = [], 0, False, threading.Condition()
+
+    def take(self) -> None:
+        """Run parts until none is left or one has raised (the error kept for ``wait``)."""
+        for start in self._starts:
+            try:
+                self._kernel(start, min(start + self._size, self._count), *self._args)
+            except BaseException as error:
+                self._errors.append(error)
+            if self._errors:
+                return
+
+    def help(self) -> None:
+        """``take`` on a pool thread, unless the calling thread has already ended the taking."""
+        with self._changed:
+            if self._closed:
+                return
+            self._helping += 1
+        try:
+            self.take()
+        finally:
+            with self._changed:
+                self._helping -= 1
+                self._changed.notify_all()
+
+    def wait(self) -> None:
+        """Until the helpers that began are done; then raises the first error of a part."""
+        with self._changed:
+            self._closed = True
+            self._changed.wait_for(lambda: self._helping == 0)
+        if self._errors:
+            raise self._errors[0]
 
 
 def together(first, second, split: int, *args):
-    """``first(*args[:split])`` and ``second(*args[split:])`` at the same time, the second on a pool thread, each
-    with Numba's thread count set to one on its thread (``numba.set_num_threads`` is per thread), so that neither
-    starts threads of its own, and ``beside_another()`` true there: (first's result, second's). One after the other
-    when Numba has one thread. Raises the first's error, else the second's, once both are done."""
+    """``first(*args[:split])`` and ``second(*args[split:])`` at the same time, the second on a pool thread, or on
+    this one after the first when no pool thread has started it by then (``Claimed``), each with Numba's thread count
+    set to one on its thread (``numba.set_num_threads`` is per thread), so that neither starts threads of its own, and
+    ``beside_another()`` true there: (first's result, second's). One after the other when Numba has one thread.
+    Raises the first's error, else the second's, once both are done."""
     if numba.get_num_threads() < 2:
         return _beside(first, args[:split]), _beside(second, args[split:])
-    other = _pool().submit(_on_one_thread, second, args[split:])
+    other = Claimed(_on_one_thread, second, args[split:])
+    _pool().submit(other.run)
     try:
         result = _on_one_thread(first, args[:split])
     finally:
-        concurrent.futures.wait([other])
+        other.run()
+        other.wait()
     return result, other.result()
+
+
+class Claimed:
+    """A call ``fn(*args)`` that whichever thread ``run``s it first makes, once; ``wait`` waits for it to be made,
+    ``result`` gives its value or raises its error."""
+
+    def __init__(self, fn, *args):
+        self._call, self._claim, self._done = (fn, args), threading.Lock(), threading.Event()
+        self._value = self._error = None
+
+    def run(self) -> None:
+        if not self._claim.acquire(blocking=False):
+            return
+        fn, args = self._call
+        try:
+            self._value = fn(*args)
+        except BaseException as error:
+            self._error = error
+        finally:
+            self._done.set()
+
+    def wait(self) -> None:
+        self._done.wait()
+
+    def result(self):
+        self.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def beside_another() -> bool:
