@@ -7,6 +7,7 @@ import ctypes.util
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numba
@@ -77,6 +78,21 @@ def numba_threads(count: int):
         yield
     finally:
         numba.set_num_threads(before)
+
+
+@contextlib.contextmanager
+def busy_pool():
+    """Every thread of attngraph's pool (ops/cpu/threads.py) held by a job until the block ends, as a core that wakes
+    late holds its thread; yields ``still_busy()``: whether none of them has been let go yet."""
+    from ops.cpu import threads
+    release = threading.Event()
+    jobs = [threads._pool().submit(release.wait, 30) for _ in range(threads._pool()._max_workers)]
+    try:
+        yield lambda: not any(job.done() for job in jobs)
+    finally:
+        release.set()
+        for job in jobs:
+            job.result()
 
 
 def on_device(device, kernel, /, *args, **attrs):

@@ -10,7 +10,7 @@ import attngraph as ag
 from attngraph.core import executor
 from attngraph.nn import GRU
 from ops.cpu import matmul, recurrence, threads
-from tests.conftest import numba_threads
+from tests.conftest import busy_pool, numba_threads
 
 B, T, IN, H = 5, 6, 4, 8
 
@@ -104,20 +104,14 @@ def test_together_returns_both_results_and_raises_the_first_error():
 def test_together_runs_the_second_here_when_no_pool_thread_has_started_it():
     """With the pool thread busy (as a halted core is slow to wake), the calling thread runs the second side after the
     first, on one numba thread and beside another as the pool thread would, and does not wait for the pool."""
-    release = threading.Event()
-    blocker = threads._pool().submit(release.wait, 30)
-
     def kernel(value):
         return value, threading.current_thread(), numba.get_num_threads(), threads.beside_another()
-    try:
-        with numba_threads(2):
-            results = threads.together(kernel, kernel, 1, "a", "b")
-        returned_while_blocked = not blocker.done()
-    finally:
-        release.set()
-        blocker.result()
-    assert returned_while_blocked
+    with busy_pool() as still_busy, numba_threads(2):
+        results = threads.together(kernel, kernel, 1, "a", "b")
+        returned_while_busy = still_busy()
+    assert returned_while_busy
     assert results == tuple((side, threading.current_thread(), 1, True) for side in "ab")
+
 
 def test_one_hold_on_scipys_blas_however_many_threads_ask_at_once(monkeypatch):
     """Loops compiled at once on two threads each ask for the hold on SciPy's OpenBLAS: they get the same one (two

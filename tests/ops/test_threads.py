@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 from numba import prange
 
-from ops.cpu import threads
 from ops.cpu.threads import IN_THREADS_MIN_WORK, PARALLEL_MIN_SIZE, in_threads, parallel_kernel
-from tests.conftest import numba_threads
+from tests.conftest import busy_pool, numba_threads
 from tests.fresh import python
 
 SHOW = "import os, ops.cpu.threads; print(os.environ['OMP_WAIT_POLICY'], os.environ['OPENBLAS_THREAD_TIMEOUT'])"
@@ -127,16 +126,11 @@ def test_in_threads_runs_work_below_its_threshold_as_one_part_on_the_calling_thr
 def test_in_threads_does_not_wait_for_a_pool_thread_that_has_not_started():
     """A pool thread that is not running yet (here: busy with another job) takes no part once the calling thread
     has taken them all, and the call returns without it."""
-    release = threading.Event()
-    blocker = threads._pool().submit(release.wait, 30)
     parts = []
-    try:
+    with busy_pool() as still_busy:
         in_threads(lambda start, stop: parts.append((start, stop, threading.current_thread())), 64,
                    work=IN_THREADS_MIN_WORK)
-        returned_while_blocked = not blocker.done()
-    finally:
-        release.set()
-        blocker.result()
-    assert returned_while_blocked
+        returned_while_busy = still_busy()
+    assert returned_while_busy
     assert sorted(i for start, stop, _ in parts for i in range(start, stop)) == list(range(64))
     assert {thread for _, _, thread in parts} == {threading.current_thread()}
