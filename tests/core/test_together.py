@@ -99,7 +99,6 @@ def test_together_returns_both_results_and_raises_the_first_error():
     assert numba.get_num_threads() == threads_before
 
 
-
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="numba has one thread")
 def test_together_runs_the_second_here_when_no_pool_thread_has_started_it():
     """With the pool thread busy (as a halted core is slow to wake), the calling thread runs the second side after the
